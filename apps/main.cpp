@@ -1,0 +1,11 @@
+// rexnlu command line: one subcommand per job.
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+int main(int argc, char** argv) {
+  CLI::App app{"rexnlu: schema-guided Chinese universal NLU (RexUniNLU) in C++"};
+  app.require_subcommand(1);
+  CLI11_PARSE(app, argc, argv);
+  return 0;
+}

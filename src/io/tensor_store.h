@@ -1,0 +1,39 @@
+// Named tensors read from a checkpoint file. The store owns the bytes (a read-only memory
+// map of the file where the format allows zero-copy, or buffers it filled itself) and hands
+// out views that live as long as the store.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tensor/tensor_view.h"
+
+namespace rexnlu::io {
+
+class TensorStore {
+ public:
+  TensorStore() = default;
+  TensorStore(TensorStore&&) noexcept = default;
+  TensorStore& operator=(TensorStore&&) noexcept = default;
+
+  const TensorView* find(const std::string& name) const;  // nullptr when absent
+  const TensorView& at(const std::string& name) const;    // throws rexnlu::Error (kInvalidModel)
+  std::vector<std::string> names() const;                 // sorted
+  size_t size() const { return tensors_.size(); }
+  const std::filesystem::path& source() const { return source_; }
+
+  // For the readers: keep `owner` alive with the store, register views into its bytes.
+  void keep_alive(std::shared_ptr<const void> owner) { owners_.push_back(std::move(owner)); }
+  void add(std::string name, TensorView view);  // throws on a duplicate name
+  void set_source(std::filesystem::path p) { source_ = std::move(p); }
+
+ private:
+  std::map<std::string, TensorView> tensors_;
+  std::vector<std::shared_ptr<const void>> owners_;
+  std::filesystem::path source_;
+};
+
+}  // namespace rexnlu::io

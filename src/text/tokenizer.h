@@ -1,0 +1,83 @@
+// BERT WordPiece tokenizer with the RexUniNLU added tokens, matching HF tokenizers'
+// fast BertTokenizer (spec section 1.3) and its pair overflow windows (spec section 5.2).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace rexnlu::text {
+
+// [start, end) in Unicode code points of the string the token came from.
+struct Offset {
+  int32_t start = 0;
+  int32_t end = 0;
+  bool operator==(const Offset&) const = default;
+};
+
+// A token sequence. For pair encodings the offsets of each token refer to its own input
+// (hint or text), exactly as HF tokenizers report them; special tokens added by the
+// template ([CLS], [SEP]) have offset {0, 0}.
+struct Encoding {
+  std::vector<int32_t> ids;
+  std::vector<Offset> offsets;
+  std::vector<int8_t> type_ids;  // 0 for the first sequence, 1 for the second
+
+  size_t size() const { return ids.size(); }
+};
+
+class Tokenizer {
+ public:
+  // Loads vocab.txt (required), tokenizer_config.json and special_tokens_map.json (optional)
+  // from a model directory and appends the RexUniNLU tokens [PREFIX] [TYPE] [CLASSIFY]
+  // [MULTICLASSIFY] as ids vocab_size .. vocab_size+3. Throws rexnlu::Error (kInvalidModel).
+  static Tokenizer from_model_dir(const std::filesystem::path& dir);
+
+  // Tokens of one text with no [CLS]/[SEP]. Throws rexnlu::Error (kInvalidInput) on invalid UTF-8.
+  Encoding encode_raw(std::string_view utf8) const;
+
+  // [CLS] text [SEP], type ids all 0.
+  Encoding encode(std::string_view utf8) const;
+
+  // [CLS] a [SEP] b [SEP] with type ids 0 / 1; no truncation.
+  Encoding encode_pair(std::string_view a, std::string_view b) const;
+
+  // The windows HF tokenizers (< 0.23) returns for
+  //   tokenizer(a, b, truncation="only_second", max_length, stride, return_overflowing_tokens=True)
+  // : [CLS] a [SEP] window_k(b) [SEP], where the windows cover all of b (spec 5.2).
+  // Throws rexnlu::Error (kInvalidInput) when a alone leaves no room for b.
+  std::vector<Encoding> encode_pair_windows(std::string_view a, std::string_view b, int max_length,
+                                            int stride) const;
+  // Same, from already tokenized parts (encode_raw outputs): the pipeline tokenizes a text once
+  // and pairs it with many hints.
+  std::vector<Encoding> pair_windows(const Encoding& a_raw, const Encoding& b_raw, int max_length,
+                                     int stride) const;
+
+  int32_t vocab_size() const;                       // including added tokens (12,804 for RexUniNLU)
+  int32_t token_to_id(std::string_view token) const;  // -1 when absent
+  const std::string& id_to_token(int32_t id) const;
+
+  int32_t cls_id() const { return cls_id_; }
+  int32_t sep_id() const { return sep_id_; }
+  int32_t pad_id() const { return pad_id_; }
+  int32_t unk_id() const { return unk_id_; }
+  int32_t prefix_id() const { return prefix_id_; }
+  int32_t type_id() const { return type_id_; }
+  int32_t classify_id() const { return classify_id_; }
+  int32_t multiclassify_id() const { return multiclassify_id_; }
+
+ private:
+  // Implementation-defined members (vocab table, added-token matcher, normalizer options).
+  std::unordered_map<std::string, int32_t> vocab_;
+  std::vector<std::string> id_to_token_;
+  std::vector<std::string> added_tokens_;  // matched case-sensitively before normalization
+  bool lowercase_ = true;
+  int32_t cls_id_ = -1, sep_id_ = -1, pad_id_ = -1, unk_id_ = -1;
+  int32_t prefix_id_ = -1, type_id_ = -1, classify_id_ = -1, multiclassify_id_ = -1;
+};
+
+}  // namespace rexnlu::text
