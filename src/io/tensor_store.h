@@ -29,6 +29,9 @@ class TensorStore {
   void keep_alive(std::shared_ptr<const void> owner) { owners_.push_back(std::move(owner)); }
   void add(std::string name, TensorView view);  // throws on a duplicate name
   void set_source(std::filesystem::path p) { source_ = std::move(p); }
+  // Returns `p` when it is aligned for `dtype`, else a copy of its `nbytes` bytes in a buffer
+  // the store owns (kernels may read the data as float/int64 directly, which needs alignment).
+  const std::byte* aligned_bytes(const std::byte* p, size_t nbytes, DType dtype);
 
  private:
   std::map<std::string, TensorView> tensors_;

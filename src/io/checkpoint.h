@@ -1,0 +1,33 @@
+// The weights of a model directory, and the check that they are the tensors an architecture
+// needs (names, shapes, dtypes).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "io/tensor_store.h"
+#include "tensor/dtype.h"
+
+namespace rexnlu::io {
+
+// Loads model_dir/model.safetensors if present, else model_dir/pytorch_model.bin.
+// Throws rexnlu::Error (kInvalidModel) naming the directory and both files when neither exists.
+TensorStore load_checkpoint(const std::filesystem::path& model_dir);
+
+struct TensorSpec {
+  std::string name;
+  DType dtype = DType::kF32;
+  std::vector<int64_t> shape;
+  // Optional: what the expected number of rows (dim 0) stands for, e.g.
+  // "vocab.txt + 4 added tokens = 12804 tokens"; added to the message when dim 0 differs.
+  std::string rows_meaning = {};
+};
+
+// Checks that every spec'd tensor is present with its dtype and shape. Throws ONE
+// rexnlu::Error (kInvalidModel) listing every missing tensor and every wrong shape or dtype.
+// Returns the names of tensors in the store that no spec asks for (the caller may warn).
+std::vector<std::string> validate_tensors(const TensorStore& store, const std::vector<TensorSpec>& specs);
+
+}  // namespace rexnlu::io
