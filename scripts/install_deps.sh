@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs rexnlu's build and test dependencies from Debian's apt (Debian 12). Idempotent.
+# Why each one: docs/dependencies.md.
+set -euo pipefail
+packages=(
+  build-essential cmake pkg-config       # compiler and build
+  nlohmann-json3-dev                     # JSON: config.json, schemas, JSON lines, HTTP bodies
+  libutf8proc-dev                        # Unicode categories and NFD for the BERT normalizer
+  libopenblas-dev                        # fp32 matrix products (BLAS)
+  zlib1g-dev                             # CRC-32 of zip entries in pytorch_model.bin
+  libcli11-dev                           # command-line parsing
+  libcpp-httplib-dev                     # HTTP service
+  libgtest-dev libbenchmark-dev          # tests and micro-benchmarks
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  export DEBIAN_FRONTEND=noninteractive
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs dependencies, builds rexnlu twice (optimized, and with ASan+UBSan) and runs every test
+# in both builds. This is the README's test command and what CI runs.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+"$root/scripts/install_deps.sh"
+
+echo "== optimized build"
+"$root/scripts/build.sh" "$root/build"
+(cd "$root/build" && ctest --output-on-failure -j"$(nproc)")
+
+echo "== sanitizer build (AddressSanitizer + UndefinedBehaviorSanitizer)"
+"$root/scripts/build.sh" "$root/build-asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DREXNLU_SANITIZE=ON \
+  -DREXNLU_BUILD_BENCH=OFF
+(cd "$root/build-asan" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  ctest --output-on-failure -j"$(nproc)")
