@@ -1,0 +1,362 @@
+#include "uie/pipeline.h"
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+#include "rexnlu/error.h"
+#include "uie/decode.h"
+#include "uie/utf8.h"
+
+namespace rexnlu::uie {
+
+namespace {
+
+constexpr std::string_view kClassifyMarker = "[CLASSIFY]";
+constexpr std::string_view kMultiClassifyMarker = "[MULTICLASSIFY]";
+
+void check_options(const PipelineOptions& o) {
+  if (o.max_len < 8 || o.max_len > 512) throw InputError("option max_len must be in [8, 512], got " + std::to_string(o.max_len));
+  if (o.hint_max_len < 4 || o.hint_max_len > o.max_len - 2) {
+    throw InputError("option hint_max_len must be in [4, max_len - 2], got " + std::to_string(o.hint_max_len));
+  }
+  if (o.stride < 0) throw InputError("option stride must be >= 0, got " + std::to_string(o.stride));
+}
+
+// The prefix tuple as a dict key: (type, span, (start, end)[, confidence]) per item.
+std::string prefix_key(const Prefix& prefix) {
+  std::string key;
+  for (const auto& p : prefix) {
+    key += p.type;
+    key += '\x1f';
+    key += p.span;
+    key += '\x1f';
+    key += std::to_string(p.start) + ',' + std::to_string(p.end);
+    if (p.confidence) {
+      char buf[32];
+      std::memcpy(buf, &*p.confidence, sizeof(double));
+      key.append(buf, sizeof(double));
+    }
+    key += '\x1e';
+  }
+  return key;
+}
+
+}  // namespace
+
+RequestRun::RequestRun(const text::Tokenizer& tokenizer, std::string_view text, Schema schema,
+                       PipelineOptions options)
+    : tok_(tokenizer), special_(SpecialIds::of(tokenizer)), opt_(options), schema_(std::move(schema)) {
+  check_options(opt_);
+  if (text.empty()) throw InputError("text is empty");
+  text_ = std::make_shared<const std::u32string>(decode_utf8(text, "text"));
+  text_tokens_ = tok_.encode_raw(text);
+  // The mode is chosen by substring search, as the original does.
+  if (text.find(kClassifyMarker) != std::string_view::npos) {
+    mode_ = Mode::kClassify, marker_ = kClassifyMarker, marker_id_ = tok_.classify_id();
+  } else if (text.find(kMultiClassifyMarker) != std::string_view::npos) {
+    mode_ = Mode::kMultiClassify, marker_ = kMultiClassifyMarker, marker_id_ = tok_.multiclassify_id();
+  }
+  marked_ = MarkedText(text_, decode_utf8(marker_, "marker"));
+  entries_ = {LevelEntry{{}, Schema::kRoot}};
+  start_level();
+}
+
+void RequestRun::start_level() {
+  HintLimits limits;
+  limits.hint_max_len = opt_.hint_max_len;
+  auto count = [this](std::string_view s) { return static_cast<int>(tok_.encode_raw(s).size()); };
+  std::vector<std::string> level_warnings;
+  chunks_ = split_hints(entries_, schema_, count, limits, level_warnings);
+  for (auto& w : level_warnings) {  // the same skip repeats on every level and in the blank rerun
+    if (std::find(warnings_.begin(), warnings_.end(), w) == warnings_.end()) warnings_.push_back(std::move(w));
+  }
+  chunk_slot_tokens_.assign(chunks_.size(), {});
+  next_chunk_ = 0;
+  ready_.clear();
+  in_flight_.clear();
+  next_entries_.clear();
+  next_index_.clear();
+  votes_.clear();
+  cands_.clear();
+  if (chunks_.empty()) advance();
+}
+
+void RequestRun::expand_next_chunk() {
+  const int k = static_cast<int>(next_chunk_++);
+  const HintChunk& chunk = chunks_[k];
+  const text::Encoding hint = tok_.encode_raw(chunk.text);
+  chunk_slot_tokens_[k] = type_token_indices(hint, chunk);
+
+  const bool classify = mode_ != Mode::kExtract;
+  // The classification path re-tokenizes the text once the marker was inserted into it.
+  text::Encoding retokenized;
+  const text::Encoding* text_tokens = &text_tokens_;
+  if (const int version = marked_.insertions(); version > 0) {
+    retokenized = tok_.encode_raw(encode_utf8(marked_.materialize(version)));
+    text_tokens = &retokenized;
+  }
+  std::vector<text::Encoding> windows =
+      tok_.pair_windows(hint, *text_tokens, opt_.max_len, classify ? 0 : opt_.stride);
+
+  const auto m = static_cast<int32_t>(count_code_points(marker_));
+  for (size_t j = 0; j < windows.size(); ++j) {
+    text::Encoding& w = windows[j];
+    WindowItem item;
+    item.chunk = k;
+    item.last_in_chunk = j + 1 == windows.size();
+    const auto L = static_cast<int32_t>(w.size());
+    int32_t H = 0;
+    for (int8_t t : w.type_ids) H += t == 0;
+    if (H == L) {  // no text part was marked: rebuild as the original does (type 1 after the first [SEP])
+      H = 0;
+      while (H < L && w.ids[H] != special_.sep) ++H;
+      H = std::min(H + 1, L);
+    }
+    item.first_text_token = H;
+    item.text_version = marked_.insertions();
+    if (classify && j > 0 && L >= H + 2) {
+      // Window j >= 1: the marker id goes in front of the window, its last text token is dropped,
+      // and the marker is inserted into the text at the window's start (spec 7, long texts).
+      const int32_t s = w.offsets[H].start;
+      const auto jj = static_cast<int32_t>(j);
+      std::vector<int32_t> ids(w.ids.begin(), w.ids.begin() + H);
+      ids.push_back(marker_id_);
+      ids.insert(ids.end(), w.ids.begin() + H, w.ids.end() - 2);
+      ids.push_back(w.ids.back());
+      std::vector<text::Offset> offs(w.offsets.begin(), w.offsets.begin() + H);
+      offs.push_back(text::Offset{s + (jj - 1) * m, s + jj * m});
+      for (auto it = w.offsets.begin() + H; it != w.offsets.end() - 2; ++it) {
+        offs.push_back(text::Offset{it->start + jj * m, it->end + jj * m});
+      }
+      offs.push_back(w.offsets.back());
+      w.ids = std::move(ids);
+      w.offsets = std::move(offs);
+      item.text_version = marked_.insert(s);
+    }
+    item.ids = std::move(w.ids);
+    item.offsets = std::move(w.offsets);
+    ready_.push_back(std::move(item));
+  }
+}
+
+bool RequestRun::has_pending() {
+  if (done_) return false;
+  while (ready_.empty() && next_chunk_ < chunks_.size()) expand_next_chunk();
+  return !ready_.empty();
+}
+
+int32_t RequestRun::next_length() { return has_pending() ? static_cast<int32_t>(ready_.front().ids.size()) : 0; }
+
+models::SequenceInput RequestRun::take_next() {
+  if (!has_pending()) throw InternalError("take_next() without a pending sequence");
+  WindowItem item = std::move(ready_.front());
+  ready_.pop_front();
+  models::SequenceInput seq = make_sequence(item.ids, special_);
+  in_flight_.push_back(std::move(item));
+  ++sequences_built_;
+  return seq;
+}
+
+void RequestRun::feed(const models::LinkLogits& logits) {
+  if (in_flight_.empty()) throw InternalError("feed() without a sequence in flight");
+  const WindowItem item = std::move(in_flight_.front());
+  in_flight_.pop_front();
+  const auto L = static_cast<int32_t>(item.ids.size());
+  if (logits.size() != static_cast<size_t>(L) * L) {
+    throw InternalError("model returned " + std::to_string(logits.size()) + " logits for a sequence of " +
+                        std::to_string(L) + " tokens");
+  }
+  WindowLayout layout;
+  layout.length = L;
+  layout.first_text_token = item.first_text_token;
+  layout.offsets = &item.offsets;
+  layout.slot_tokens = &chunk_slot_tokens_[item.chunk];
+  layout.text_version = item.text_version;
+  const DecodeMode mode = mode_ == Mode::kExtract ? DecodeMode::kExtract
+                          : blank_               ? DecodeMode::kClassifyBlank
+                                                 : DecodeMode::kClassify;
+  for (const Match& m : decode_window(logits.data(), layout, marked_, opt_.link_threshold, mode)) {
+    if (mode_ == Mode::kExtract) {
+      on_match_extract(item, m);
+    } else {
+      on_match_classify(item, m);
+    }
+  }
+  if (item.last_in_chunk) finish_chunk();
+}
+
+void RequestRun::add_next_entry(Prefix prefix, int node) {
+  std::string key = prefix_key(prefix);
+  if (next_index_.count(key)) return;  // dict.update keeps the first position
+  next_index_.emplace(std::move(key), next_entries_.size());
+  next_entries_.push_back(LevelEntry{std::move(prefix), node});
+}
+
+void RequestRun::on_match_extract(const WindowItem& item, const Match& m) {
+  const TypeSlot& slot = chunks_[item.chunk].slots[m.slot];
+  const LevelEntry& entry = entries_[slot.entry];
+  const std::string& type = schema_.node(slot.type_node).type;
+  const std::string span = encode_utf8(m.span);
+  if (!schema_.is_leaf(slot.type_node)) {
+    Prefix next = entry.prefix;
+    next.push_back(PrefixItem{type, span, m.start, m.end, std::nullopt, m.probability});
+    add_next_entry(std::move(next), slot.type_node);
+  }
+  OutputPath path;
+  std::vector<std::string> types;
+  for (const PrefixItem& p : entry.prefix) {
+    path.push_back(OutputItem{python_strip(p.type), p.span, p.start, p.end, p.probability});
+    types.push_back(path.back().type);
+  }
+  path.push_back(OutputItem{type, span, m.start, m.end, m.probability});
+  types.push_back(type);
+  if (schema_.is_legal(types)) paths_.push_back(std::move(path));
+}
+
+void RequestRun::on_match_classify(const WindowItem& item, const Match& m) {
+  const TypeSlot& slot = chunks_[item.chunk].slots[m.slot];
+  const LevelEntry& entry = entries_[slot.entry];
+  const std::string& type = schema_.node(slot.type_node).type;
+  const std::string span = encode_utf8(m.span);
+  if (!schema_.is_leaf(slot.type_node)) {  // even a span that is not the marker recurses, as in the original
+    Prefix next = entry.prefix;
+    next.push_back(PrefixItem{type, span, m.start, m.end, m.probability, m.probability});
+    add_next_entry(std::move(next), slot.type_node);
+  }
+  if (span != marker_) return;
+  ClassPath path;
+  for (const PrefixItem& p : entry.prefix) {
+    if (p.span != marker_) continue;  // only the marker items of the prefix form the label path
+    path.types.push_back(python_strip(p.type));
+    path.confidences.push_back(p.confidence.value_or(0.0));
+  }
+  path.types.push_back(type);
+  path.confidences.push_back(m.probability);
+  if (schema_.is_legal(path.types)) votes_.add(std::move(path));
+}
+
+void RequestRun::finish_chunk() {
+  if (mode_ == Mode::kClassify) {
+    if (auto best = votes_.best()) cands_.push_back(std::move(*best));
+  } else if (mode_ == Mode::kMultiClassify) {
+    for (auto& p : votes_.firsts()) class_paths_.push_back(std::move(p));
+  }
+  votes_.clear();
+}
+
+bool RequestRun::level_complete() const {
+  return ready_.empty() && in_flight_.empty() && next_chunk_ >= chunks_.size();
+}
+
+void RequestRun::advance() {
+  if (done_ || !level_complete()) return;
+  finish_level();
+}
+
+void RequestRun::finish_level() {
+  if (mode_ == Mode::kClassify) {
+    if (auto best = best_by_sum(cands_)) class_paths_.push_back(std::move(*best));
+  }
+  if (!next_entries_.empty()) {
+    entries_ = std::move(next_entries_);
+    start_level();
+    return;
+  }
+  if (mode_ != Mode::kExtract && !blank_ && class_paths_.empty()) {
+    // Nothing linked at all: rerun from level 0 scoring every type ("blank" fallback), on the
+    // original text.
+    blank_ = true;
+    marked_.clear();
+    entries_ = {LevelEntry{{}, Schema::kRoot}};
+    start_level();
+    return;
+  }
+  done_ = true;
+}
+
+void RequestRun::fail(std::string message) {
+  error_ = std::move(message);
+  done_ = true;
+  ready_.clear();
+  in_flight_.clear();
+}
+
+std::vector<OutputPath> RequestRun::output() const {
+  std::vector<OutputPath> out;
+  if (mode_ == Mode::kExtract) {
+    out = paths_;
+  } else {
+    const auto len = static_cast<int64_t>(count_code_points(marker_));
+    for (const ClassPath& p : final_selection(class_paths_, mode_ == Mode::kMultiClassify)) {
+      OutputPath path;
+      for (size_t i = 0; i < p.types.size(); ++i) path.push_back(OutputItem{p.types[i], marker_, 0, len, p.confidences[i]});
+      out.push_back(std::move(path));
+    }
+  }
+  if (opt_.dedup) {
+    std::set<std::vector<std::tuple<std::string, std::string, int64_t, int64_t>>> seen;
+    std::vector<OutputPath> unique;
+    for (auto& path : out) {
+      std::vector<std::tuple<std::string, std::string, int64_t, int64_t>> key;
+      for (const auto& it : path) key.emplace_back(it.type, it.span, it.start, it.end);
+      if (seen.insert(std::move(key)).second) unique.push_back(std::move(path));
+    }
+    out = std::move(unique);
+  }
+  return out;
+}
+
+int64_t run_requests(models::LinkModel& model, const std::vector<RequestRun*>& runs, int64_t max_batch_cells) {
+  int64_t forwards = 0;
+  for (;;) {
+    std::vector<models::SequenceInput> batch;
+    std::vector<RequestRun*> owners;
+    int64_t cells = 0;
+    bool full = false;
+    for (RequestRun* run : runs) {
+      try {
+        while (!full && run->has_pending()) {
+          const int64_t L = run->next_length();
+          if (!batch.empty() && cells + L * L > max_batch_cells) {
+            full = true;
+            break;
+          }
+          batch.push_back(run->take_next());
+          owners.push_back(run);
+          cells += L * L;
+        }
+      } catch (const Error& e) {
+        run->fail(e.what());
+      }
+      if (full) break;
+    }
+    if (batch.empty()) break;
+    std::vector<models::LinkLogits> logits = model.forward(batch);
+    ++forwards;
+    if (logits.size() != batch.size()) {
+      throw InternalError("model returned " + std::to_string(logits.size()) + " results for " +
+                          std::to_string(batch.size()) + " sequences");
+    }
+    batch.clear();
+    for (size_t k = 0; k < owners.size(); ++k) {
+      if (owners[k]->done()) continue;  // failed meanwhile
+      try {
+        owners[k]->feed(logits[k]);
+      } catch (const Error& e) {
+        owners[k]->fail(e.what());
+      }
+      models::LinkLogits().swap(logits[k]);  // release as we go
+    }
+    for (RequestRun* run : runs) {
+      try {
+        run->advance();
+      } catch (const Error& e) {
+        run->fail(e.what());
+      }
+    }
+  }
+  return forwards;
+}
+
+}  // namespace rexnlu::uie
