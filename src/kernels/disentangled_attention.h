@@ -1,0 +1,37 @@
+// DeBERTa-v2 disentangled self-attention for ONE sequence, all heads (spec section 3):
+//   S[i,j] = ( Q_i·K_j + Q_i·Kr[idx(i,j)] + K_j·Qr[idx(i,j)] ) / scale      (per head)
+//   idx(i,j) = clamp(pos_i - pos_j + rel_rows/2, 0, rel_rows - 1)
+//   P = XSoftmax(S, mask); out = P · V
+// c2p and p2c are computed as the products Q·Kr^T and K·Qr^T restricted to the relative
+// positions that occur in this sequence, then gathered: no per-pair copies of Kr/Qr rows.
+#pragma once
+
+#include <cstdint>
+
+#include "tensor/workspace.h"
+
+namespace rexnlu::kernels::cpu {
+
+struct DisentangledAttentionArgs {
+  int length = 0;     // L tokens
+  int num_heads = 0;  // head n uses columns [n*head_dim, (n+1)*head_dim) of q, k, v, out
+  int head_dim = 0;
+  const float* q = nullptr;  // [L, heads*head_dim], row stride ld_qkv
+  const float* k = nullptr;
+  const float* v = nullptr;
+  int ld_qkv = 0;
+  const float* q_rel = nullptr;  // Qr = query_proj(R) [rel_rows, heads*head_dim], stride ld_rel
+  const float* k_rel = nullptr;  // Kr = key_proj(R)
+  int ld_rel = 0;
+  int rel_rows = 0;                        // 2 * position_buckets = 512
+  const int32_t* position_ids = nullptr;   // [L]
+  const uint8_t* mask = nullptr;           // [L*L], nonzero = row token may attend to column
+  float scale = 1.0f;                      // float32(sqrt(head_dim * 3))
+  float* out = nullptr;                    // [L, heads*head_dim], row stride ld_out
+  int ld_out = 0;
+};
+
+// Heads run in parallel on the worker threads; scratch comes from `ws` (not reset here).
+void disentangled_attention(const DisentangledAttentionArgs& args, Workspace& ws);
+
+}  // namespace rexnlu::kernels::cpu

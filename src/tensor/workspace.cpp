@@ -1,0 +1,54 @@
+#include "tensor/workspace.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <new>
+
+namespace rexnlu {
+
+namespace {
+constexpr size_t kAlign = 64;  // a cache line; also what AVX-512 loads would want
+size_t round_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+}  // namespace
+
+void Workspace::AlignedFree::operator()(std::byte* p) const { std::free(p); }
+
+Workspace::Block Workspace::make_block(size_t bytes) {
+  Block b;
+  b.size = round_up(std::max<size_t>(bytes, kAlign));
+  auto* p = static_cast<std::byte*>(std::aligned_alloc(kAlign, b.size));
+  if (p == nullptr) throw std::bad_alloc();
+  b.data.reset(p);
+  return b;
+}
+
+void Workspace::reset() {
+  peak_total_ = std::max(peak_total_, used_total_);
+  if (blocks_.size() > 1 || (!blocks_.empty() && blocks_[0].size < peak_total_)) {
+    blocks_.clear();  // merge: one block big enough for the largest pass so far
+    blocks_.push_back(make_block(peak_total_));
+  }
+  for (Block& b : blocks_) b.used = 0;
+  used_total_ = 0;
+}
+
+void* Workspace::alloc_bytes(size_t bytes) {
+  const size_t need = round_up(std::max<size_t>(bytes, 1));
+  if (blocks_.empty() || blocks_.back().size - blocks_.back().used < need) {
+    // Earlier buffers stay where they are; this block only serves the rest of this pass.
+    blocks_.push_back(make_block(std::max(need, peak_total_ - std::min(peak_total_, used_total_))));
+  }
+  Block& b = blocks_.back();
+  void* p = b.data.get() + b.used;
+  b.used += need;
+  used_total_ += need;
+  return p;
+}
+
+size_t Workspace::capacity_bytes() const {
+  size_t n = 0;
+  for (const Block& b : blocks_) n += b.size;
+  return n;
+}
+
+}  // namespace rexnlu

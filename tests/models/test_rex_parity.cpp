@@ -1,0 +1,171 @@
+// The RexUniNLU encoder + link head against the ORIGINAL implementation's outputs on the tiny
+// model (tests/data/rexuninlu_tiny/forward_cases.jsonl, float64 reference): every case alone,
+// and all cases in one batch (a sequence's result must not depend on its batch mates).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "io/model_config.h"
+#include "io/safetensors.h"
+#include "models/rex_uninlu_model.h"
+#include "rexnlu/error.h"
+
+namespace rexnlu::models {
+namespace {
+
+struct ForwardCase {
+  std::string id;
+  SequenceInput input;
+  std::vector<double> hidden;  // [L*H]
+  std::vector<double> logits;  // [L*L]
+};
+
+std::vector<ForwardCase> load_cases() {
+  std::ifstream in(std::string(REXNLU_TEST_DATA) + "/rexuninlu_tiny/forward_cases.jsonl");
+  if (!in) throw std::runtime_error("cannot open forward_cases.jsonl");
+  std::vector<ForwardCase> cases;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    const auto j = nlohmann::json::parse(line);
+    ForwardCase c;
+    c.id = j.at("id").get<std::string>();
+    c.input.ids = j.at("input_ids").get<std::vector<int32_t>>();
+    c.input.position_ids = j.at("position_ids").get<std::vector<int32_t>>();
+    for (const auto& row : j.at("attention_mask"))
+      for (char ch : row.get<std::string>()) c.input.mask.push_back(ch == '1' ? 1 : 0);
+    for (const auto& row : j.at("hidden"))
+      for (double v : row) c.hidden.push_back(v);
+    for (const auto& row : j.at("logits"))
+      for (double v : row) c.logits.push_back(v);
+    cases.push_back(std::move(c));
+  }
+  return cases;
+}
+
+const std::filesystem::path kModelDir = std::filesystem::path(REXNLU_MODELS_DIR) / "rexuninlu_tiny";
+
+RexUniNluModel& tiny_model() {
+  static std::unique_ptr<RexUniNluModel> model = [] {
+    const io::ModelConfig config = io::load_model_config(kModelDir / "config.json");
+    const io::TensorStore weights = io::load_safetensors(kModelDir / "model.safetensors");
+    return std::make_unique<RexUniNluModel>(config, weights);
+  }();
+  return *model;
+}
+
+// Largest |got - want| / max(1, |want|) over the arrays; the parity criterion is <= 1e-4.
+double scaled_error(const std::vector<float>& got, const std::vector<double>& want) {
+  EXPECT_EQ(got.size(), want.size());
+  double worst = 0;
+  for (size_t i = 0; i < std::min(got.size(), want.size()); ++i)
+    worst = std::max(worst, std::abs(got[i] - want[i]) / std::max(1.0, std::abs(want[i])));
+  return worst;
+}
+
+constexpr double kTolerance = 1e-4;
+
+TEST(RexParity, FixturesAreComplete) {
+  const auto cases = load_cases();
+  ASSERT_EQ(cases.size(), 24u);
+  for (const auto& c : cases) {
+    const size_t L = c.input.ids.size();
+    ASSERT_EQ(c.input.mask.size(), L * L) << c.id;
+    ASSERT_EQ(c.logits.size(), L * L) << c.id;
+    ASSERT_EQ(c.hidden.size() % L, 0u) << c.id;
+  }
+}
+
+TEST(RexParity, EachCaseAloneMatchesOriginal) {
+  auto& model = tiny_model();
+  double worst_h = 0, worst_z = 0;
+  for (const auto& c : load_cases()) {
+    const auto out = model.forward_with_hidden({c.input});
+    const double eh = scaled_error(out.hidden.at(0), c.hidden);
+    const double ez = scaled_error(out.logits.at(0), c.logits);
+    EXPECT_LE(eh, kTolerance) << c.id << " hidden";
+    EXPECT_LE(ez, kTolerance) << c.id << " logits";
+    worst_h = std::max(worst_h, eh);
+    worst_z = std::max(worst_z, ez);
+  }
+  std::printf("alone: max scaled error hidden %.3g, logits %.3g\n", worst_h, worst_z);
+}
+
+TEST(RexParity, AllCasesInOneBatchMatchOriginal) {
+  auto& model = tiny_model();
+  const auto cases = load_cases();
+  std::vector<SequenceInput> batch;
+  for (const auto& c : cases) batch.push_back(c.input);
+  // Twice, in both orders: neighbours and batch position must not matter.
+  for (bool reversed : {false, true}) {
+    std::vector<SequenceInput> b = batch;
+    if (reversed) std::reverse(b.begin(), b.end());
+    const auto out = model.forward_with_hidden(b);
+    ASSERT_EQ(out.logits.size(), cases.size());
+    double worst_h = 0, worst_z = 0;
+    for (size_t i = 0; i < cases.size(); ++i) {
+      const auto& c = cases[reversed ? cases.size() - 1 - i : i];
+      const double eh = scaled_error(out.hidden[i], c.hidden);
+      const double ez = scaled_error(out.logits[i], c.logits);
+      EXPECT_LE(eh, kTolerance) << c.id << " hidden (batched)";
+      EXPECT_LE(ez, kTolerance) << c.id << " logits (batched)";
+      worst_h = std::max(worst_h, eh);
+      worst_z = std::max(worst_z, ez);
+    }
+    std::printf("batch of %zu%s: max scaled error hidden %.3g, logits %.3g\n", cases.size(),
+                reversed ? " (reversed)" : "", worst_h, worst_z);
+  }
+}
+
+TEST(RexParity, BatchedEqualsAloneBitForBit) {
+  // Same kernels, same per-sequence products: packing must not change a single bit.
+  auto& model = tiny_model();
+  const auto cases = load_cases();
+  std::vector<SequenceInput> batch = {cases[3].input, cases[14].input, cases[7].input};
+  const auto together = model.forward(batch);
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const auto alone = model.forward({batch[i]});
+    EXPECT_EQ(alone[0], together[i]) << "sequence " << i;
+  }
+}
+
+TEST(RexParity, RejectsMalformedInputWithAMessage) {
+  auto& model = tiny_model();
+  SequenceInput s;
+  s.ids = {1, 2, 3};
+  s.position_ids = {0, 1, 2};
+  s.mask.assign(9, 1);
+  EXPECT_NO_THROW(model.forward({s}));
+  auto bad = s;
+  bad.mask.pop_back();
+  EXPECT_THROW(model.forward({bad}), Error);
+  bad = s;
+  bad.ids[1] = 99999;
+  EXPECT_THROW(model.forward({bad}), Error);
+  bad = s;
+  bad.position_ids[2] = -1;
+  EXPECT_THROW(model.forward({bad}), Error);
+  bad = s;
+  bad.ids.clear();
+  bad.position_ids.clear();
+  bad.mask.clear();
+  EXPECT_THROW(model.forward({bad}), Error);
+  EXPECT_TRUE(model.forward({}).empty());
+}
+
+TEST(RexParity, LoadsFromModelDirectory) {
+  const auto model = RexUniNluModel::load(kModelDir);
+  const auto cases = load_cases();
+  const auto z = model->forward({cases[0].input});
+  EXPECT_LE(scaled_error(z[0], cases[0].logits), kTolerance);
+  EXPECT_EQ(model->forward_calls(), 1);
+}
+
+}  // namespace
+}  // namespace rexnlu::models
