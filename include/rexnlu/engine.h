@@ -1,0 +1,55 @@
+// rexnlu's C++ API: load a RexUniNLU model directory once, then extract with a schema.
+//
+//   rexnlu::Engine engine = rexnlu::Engine::load("models/rexuninlu_tiny");
+//   rexnlu::Result r = engine.extract("1944年毕业于北大的...", R"({"人物": null, "组织机构": null})");
+//   std::cout << r.to_json();
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rexnlu/error.h"
+#include "rexnlu/options.h"
+#include "rexnlu/result.h"
+
+namespace rexnlu {
+
+struct Request {
+  std::string text;    // "[CLASSIFY]..." / "[MULTICLASSIFY]..." selects the classification path
+  std::string schema;  // JSON object of type names (null/{} = leaf), or a JSON string holding one
+  Options options;
+};
+
+class Engine {
+ public:
+  // Reads vocab.txt (+ the 4 added tokens), config.json and model.safetensors or
+  // pytorch_model.bin, and checks every tensor against the config and the vocabulary (embedding
+  // rows = vocab + 4). Throws rexnlu::Error (kInvalidModel / kIo).
+  static Engine load(const std::filesystem::path& model_dir);
+
+  Engine(Engine&&) noexcept;
+  Engine& operator=(Engine&&) noexcept;
+  ~Engine();
+
+  // Throws rexnlu::Error (kInvalidInput) for a bad text, schema or options; the engine stays usable.
+  Result extract(std::string_view text, std::string_view schema_json, const Options& options = {});
+
+  // All requests share one model forward per recursion level. A bad request gets Result::error
+  // and does not affect the others.
+  std::vector<Result> extract_batch(const std::vector<Request>& requests);
+
+  const std::vector<std::string>& load_warnings() const;  // e.g. unused tensors in the checkpoint
+  int64_t forward_calls() const;                          // model forward passes so far
+
+  struct Impl;  // defined in src/engine; tests build engines with fake models through it
+  explicit Engine(std::unique_ptr<Impl> impl);
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace rexnlu

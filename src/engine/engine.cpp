@@ -1,0 +1,104 @@
+#include "rexnlu/engine.h"
+
+#include <algorithm>
+
+#include "engine/engine_impl.h"
+#include "io/checkpoint.h"
+#include "io/model_config.h"
+#include "models/rex_tensor_specs.h"
+#include "models/rex_uninlu_model.h"
+#include "uie/pipeline.h"
+#include "uie/utf8.h"
+
+namespace rexnlu {
+
+Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Engine::Engine(Engine&&) noexcept = default;
+Engine& Engine::operator=(Engine&&) noexcept = default;
+Engine::~Engine() = default;
+
+Engine Engine::load(const std::filesystem::path& model_dir) {
+  auto impl = std::make_unique<Impl>(Impl{text::Tokenizer::from_model_dir(model_dir), nullptr, {}});
+  const io::ModelConfig config = io::load_model_config(model_dir / "config.json");
+  const io::TensorStore weights = io::load_checkpoint(model_dir);
+  // The embedding table must have one row per token the tokenizer can produce.
+  const auto specs = models::rex_tensor_specs(config, impl->tokenizer.vocab_size());
+  for (const std::string& name : io::validate_tensors(weights, specs)) {
+    impl->load_warnings.push_back(weights.source().string() + ": tensor '" + name + "' is not used");
+  }
+  impl->model = std::make_unique<models::RexUniNluModel>(config, weights);
+  return Engine(std::move(impl));
+}
+
+const std::vector<std::string>& Engine::load_warnings() const { return impl_->load_warnings; }
+int64_t Engine::forward_calls() const { return impl_->model->forward_calls(); }
+
+Result Engine::extract(std::string_view text, std::string_view schema_json, const Options& options) {
+  std::vector<Result> results = extract_batch({Request{std::string(text), std::string(schema_json), options}});
+  if (!results[0].ok()) throw Error(results[0].error_kind, results[0].error);
+  return std::move(results[0]);
+}
+
+namespace {
+
+uie::PipelineOptions pipeline_options(const Options& o) {
+  uie::PipelineOptions p;
+  p.link_threshold = o.link_threshold;
+  p.max_len = o.max_len;
+  p.stride = o.stride;
+  p.hint_max_len = o.hint_max_len;
+  p.dedup = o.dedup;
+  return p;
+}
+
+Result to_result(const uie::RequestRun& run, const Options& options) {
+  Result r;
+  r.with_probabilities = options.probabilities;
+  r.warnings = run.warnings();
+  std::vector<int64_t> bytes;
+  if (options.byte_offsets) bytes = uie::byte_offsets_of(run.text());
+  auto convert = [&](int64_t cp) {
+    if (!options.byte_offsets) return cp;
+    return bytes[static_cast<size_t>(std::clamp<int64_t>(cp, 0, static_cast<int64_t>(bytes.size()) - 1))];
+  };
+  for (const auto& path : run.output()) {
+    Path p;
+    for (const auto& it : path) p.push_back(Span{it.type, it.span, convert(it.start), convert(it.end), it.probability});
+    r.paths.push_back(std::move(p));
+  }
+  return r;
+}
+
+}  // namespace
+
+std::vector<Result> Engine::extract_batch(const std::vector<Request>& requests) {
+  std::vector<Result> results(requests.size());
+  std::vector<std::unique_ptr<uie::RequestRun>> runs(requests.size());
+  std::vector<uie::RequestRun*> active;
+  int64_t max_cells = INT64_MAX;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    try {
+      uie::Schema schema = uie::Schema::parse(requests[i].schema);
+      runs[i] = std::make_unique<uie::RequestRun>(impl_->tokenizer, requests[i].text, std::move(schema),
+                                                  pipeline_options(requests[i].options));
+      active.push_back(runs[i].get());
+      max_cells = std::min(max_cells, requests[i].options.max_batch_cells);
+    } catch (const Error& e) {
+      results[i].error = e.what();
+      results[i].error_kind = e.kind();
+    }
+  }
+  if (!active.empty()) uie::run_requests(*impl_->model, active, max_cells);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    if (!runs[i]) continue;
+    if (runs[i]->error()) {
+      results[i].error = *runs[i]->error();
+      results[i].error_kind = ErrorKind::kInvalidInput;
+      continue;
+    }
+    results[i] = to_result(*runs[i], requests[i].options);
+  }
+  return results;
+}
+
+}  // namespace rexnlu

@@ -1,0 +1,20 @@
+// What an Engine holds: the tokenizer and a LinkModel (the real network, or a fake in tests).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "models/link_model.h"
+#include "rexnlu/engine.h"
+#include "text/tokenizer.h"
+
+namespace rexnlu {
+
+struct Engine::Impl {
+  text::Tokenizer tokenizer;
+  std::unique_ptr<models::LinkModel> model;
+  std::vector<std::string> load_warnings;
+};
+
+}  // namespace rexnlu
