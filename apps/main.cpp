@@ -3,9 +3,12 @@
 
 #include <iostream>
 
+#include "extract_command.h"
+
 int main(int argc, char** argv) {
   CLI::App app{"rexnlu: schema-guided Chinese universal NLU (RexUniNLU) in C++"};
   app.require_subcommand(1);
+  rexnlu::apps::add_extract_command(app);
   CLI11_PARSE(app, argc, argv);
   return 0;
 }
