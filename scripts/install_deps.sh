@@ -11,6 +11,7 @@ packages=(
   libcli11-dev                           # command-line parsing
   libcpp-httplib-dev                     # HTTP service
   libgtest-dev libbenchmark-dev          # tests and micro-benchmarks
+  python3-numpy                          # regenerates the full-size random-weight test checkpoint
 )
 missing=()
 for p in "${packages[@]}"; do
