@@ -4,31 +4,18 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <span>
 #include <string>
 #include <string_view>
-#include <unordered_map>
-#include <utility>
 #include <vector>
 
+#include "text/added_tokens.h"
+#include "text/encoding.h"
+#include "text/normalizer.h"
+#include "text/vocab_table.h"
+#include "text/wordpiece.h"
+
 namespace rexnlu::text {
-
-// [start, end) in Unicode code points of the string the token came from.
-struct Offset {
-  int32_t start = 0;
-  int32_t end = 0;
-  bool operator==(const Offset&) const = default;
-};
-
-// A token sequence. For pair encodings the offsets of each token refer to its own input
-// (hint or text), exactly as HF tokenizers report them; special tokens added by the
-// template ([CLS], [SEP]) have offset {0, 0}.
-struct Encoding {
-  std::vector<int32_t> ids;
-  std::vector<Offset> offsets;
-  std::vector<int8_t> type_ids;  // 0 for the first sequence, 1 for the second
-
-  size_t size() const { return ids.size(); }
-};
 
 class Tokenizer {
  public:
@@ -71,11 +58,15 @@ class Tokenizer {
   int32_t multiclassify_id() const { return multiclassify_id_; }
 
  private:
-  // Implementation-defined members (vocab table, added-token matcher, normalizer options).
-  std::unordered_map<std::string, int32_t> vocab_;
-  std::vector<std::string> id_to_token_;
-  std::vector<std::string> added_tokens_;  // matched case-sensitively before normalization
-  bool lowercase_ = true;
+  // Tokens of one stretch of text between added tokens, appended to out.
+  void encode_plain(std::span<const char32_t> text, int32_t origin, Encoding& out) const;
+  int32_t special_id(const std::string& token, const char* role) const;
+
+  std::vector<std::string> id_to_token_;  // vocab.txt lines, then the added tokens
+  VocabTable token_ids_;                  // every token -> id
+  WordPiece wordpiece_;                   // vocab.txt only
+  AddedTokens added_tokens_;              // matched case-sensitively before normalization
+  BertNormalizer normalizer_;
   int32_t cls_id_ = -1, sep_id_ = -1, pad_id_ = -1, unk_id_ = -1;
   int32_t prefix_id_ = -1, type_id_ = -1, classify_id_ = -1, multiclassify_id_ = -1;
 };

@@ -1,0 +1,308 @@
+#include "text/tokenizer.h"
+
+#include <fstream>
+#include <optional>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "rexnlu/error.h"
+#include "text/pre_tokenizer.h"
+#include "text/utf8.h"
+
+namespace rexnlu::text {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// The tokens ms_wrapper.py adds at load time, in this order (ids vocab_size .. vocab_size+3).
+constexpr const char* kRexTokens[] = {"[PREFIX]", "[TYPE]", "[CLASSIFY]", "[MULTICLASSIFY]"};
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ModelError(path.string() + ": cannot open");
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw ModelError(path.string() + ": read error");
+  return std::move(text).str();
+}
+
+// Parsed optional JSON file; an absent file is an empty object.
+json read_optional_json(const fs::path& path) {
+  if (!fs::exists(path)) return json::object();
+  try {
+    json j = json::parse(read_file(path));
+    if (!j.is_object()) throw ModelError(path.string() + ": expected a JSON object");
+    return j;
+  } catch (const json::exception& e) {
+    throw ModelError(path.string() + ": invalid JSON: " + e.what());
+  }
+}
+
+std::optional<bool> optional_bool(const json& config, const char* key, const fs::path& file) {
+  const auto it = config.find(key);
+  if (it == config.end() || it->is_null()) return std::nullopt;
+  if (!it->is_boolean()) throw ModelError(file.string() + ": \"" + key + "\" must be true, false or null");
+  return it->get<bool>();
+}
+
+// A special token entry is a string or, in newer saves, {"content": "...", ...}.
+std::optional<std::string> token_entry(const json& value, const fs::path& file, const std::string& key) {
+  if (value.is_null()) return std::nullopt;
+  if (value.is_string()) return value.get<std::string>();
+  if (value.is_object() && value.contains("content") && value["content"].is_string()) {
+    return value["content"].get<std::string>();
+  }
+  throw ModelError(file.string() + ": \"" + key + "\" must be a token string or {\"content\": ...}");
+}
+
+std::u32string to_u32(const std::string& utf8) {
+  std::vector<char32_t> cps;
+  decode_utf8(utf8, cps);
+  return {cps.begin(), cps.end()};
+}
+
+// Per-thread buffers, so that encoding allocates nothing per character.
+struct EncodeScratch {
+  std::vector<NormChar> normalized;
+  BertNormalizer::Scratch normalizer;
+  WordPiece::Scratch wordpiece;
+};
+
+void push_token(Encoding& e, int32_t id, Offset offset, int8_t type_id) {
+  e.ids.push_back(id);
+  e.offsets.push_back(offset);
+  e.type_ids.push_back(type_id);
+}
+
+void append_range(Encoding& e, const Encoding& src, size_t begin, size_t end, int8_t type_id) {
+  const auto b = static_cast<ptrdiff_t>(begin);
+  const auto en = static_cast<ptrdiff_t>(end);
+  e.ids.insert(e.ids.end(), src.ids.begin() + b, src.ids.begin() + en);
+  e.offsets.insert(e.offsets.end(), src.offsets.begin() + b, src.offsets.begin() + en);
+  e.type_ids.insert(e.type_ids.end(), end - begin, type_id);
+}
+
+}  // namespace
+
+Tokenizer Tokenizer::from_model_dir(const fs::path& dir) {
+  Tokenizer t;
+
+  // vocab.txt: one token per '\n'-terminated line, id = line number. Only '\n' ends a line
+  // (tokens may contain other line separators); a '\r' before it is a Windows line end.
+  const fs::path vocab_path = dir / "vocab.txt";
+  if (!fs::exists(vocab_path)) throw ModelError(vocab_path.string() + ": missing (required by the tokenizer)");
+  const std::string vocab = read_file(vocab_path);
+  size_t pos = 0;
+  while (pos < vocab.size()) {
+    size_t end = vocab.find('\n', pos);
+    if (end == std::string::npos) end = vocab.size();
+    std::string_view line(vocab.data() + pos, end - pos);
+    if (line.ends_with('\r')) line.remove_suffix(1);
+    const auto id = static_cast<int32_t>(t.id_to_token_.size());
+    const std::string where = vocab_path.string() + " line " + std::to_string(id + 1);
+    try {
+      std::vector<char32_t> ignored;
+      decode_utf8(line, ignored);
+    } catch (const Error& e) {
+      throw ModelError(where + ": " + e.what());
+    }
+    if (!line.empty()) {
+      if (!t.token_ids_.insert(line, id)) {
+        throw ModelError(where + ": duplicate entry \"" + std::string(line) + "\" (first at line " +
+                         std::to_string(t.token_ids_.find(line) + 1) + ")");
+      }
+      t.wordpiece_.add(line, id);
+    }
+    t.id_to_token_.emplace_back(line);
+    pos = end + 1;
+  }
+  if (t.token_ids_.size() == 0) throw ModelError(vocab_path.string() + ": no tokens");
+
+  // tokenizer_config.json: what BertConverter hands to the normalizer. strip_accents null means
+  // "same as lowercase".
+  const fs::path config_path = dir / "tokenizer_config.json";
+  const json config = read_optional_json(config_path);
+  NormalizerOptions options;
+  options.lowercase = optional_bool(config, "do_lower_case", config_path).value_or(true);
+  options.handle_chinese_chars =
+      optional_bool(config, "tokenize_chinese_chars", config_path).value_or(true);
+  options.strip_accents = optional_bool(config, "strip_accents", config_path).value_or(options.lowercase);
+  t.normalizer_ = BertNormalizer(options);
+
+  // Special tokens: names from special_tokens_map.json (else tokenizer_config.json, else the
+  // BERT defaults); they must be in vocab.txt.
+  const fs::path map_path = dir / "special_tokens_map.json";
+  const json special_map = read_optional_json(map_path);
+  auto special_name = [&](const char* key, const char* fallback) {
+    if (special_map.contains(key)) {
+      if (auto name = token_entry(special_map[key], map_path, key)) return *name;
+    }
+    if (config.contains(key)) {
+      if (auto name = token_entry(config[key], config_path, key)) return *name;
+    }
+    return std::string(fallback);
+  };
+  const std::string unk = special_name("unk_token", "[UNK]");
+  const std::string sep = special_name("sep_token", "[SEP]");
+  const std::string pad = special_name("pad_token", "[PAD]");
+  const std::string cls = special_name("cls_token", "[CLS]");
+  const std::string mask = special_name("mask_token", "[MASK]");
+  t.unk_id_ = t.special_id(unk, "unk_token");
+  t.sep_id_ = t.special_id(sep, "sep_token");
+  t.pad_id_ = t.special_id(pad, "pad_token");
+  t.cls_id_ = t.special_id(cls, "cls_token");
+  const int32_t mask_id = t.special_id(mask, "mask_token");
+  t.wordpiece_.set_unk_id(t.unk_id_);
+  for (const auto& [name, id] : {std::pair{cls, t.cls_id_}, {sep, t.sep_id_}, {pad, t.pad_id_},
+                                 {unk, t.unk_id_}, {mask, mask_id}}) {
+    t.added_tokens_.add(to_u32(name), id);
+  }
+
+  // Extra special tokens of the checkpoint, then the RexUniNLU tokens: appended to the vocab
+  // unless vocab.txt already has them.
+  std::vector<std::string> extra;
+  if (const auto it = special_map.find("additional_special_tokens"); it != special_map.end()) {
+    if (!it->is_array()) throw ModelError(map_path.string() + ": \"additional_special_tokens\" must be a list");
+    for (const json& entry : *it) {
+      if (auto name = token_entry(entry, map_path, "additional_special_tokens")) extra.push_back(*name);
+    }
+  }
+  for (const char* name : kRexTokens) extra.emplace_back(name);
+  for (const std::string& name : extra) {
+    if (name.empty()) throw ModelError(map_path.string() + ": empty special token");
+    int32_t id = t.token_ids_.find(name);
+    if (id < 0) {
+      id = static_cast<int32_t>(t.id_to_token_.size());
+      t.id_to_token_.push_back(name);
+      t.token_ids_.insert(name, id);
+    }
+    t.added_tokens_.add(to_u32(name), id);
+  }
+  t.prefix_id_ = t.token_ids_.find("[PREFIX]");
+  t.type_id_ = t.token_ids_.find("[TYPE]");
+  t.classify_id_ = t.token_ids_.find("[CLASSIFY]");
+  t.multiclassify_id_ = t.token_ids_.find("[MULTICLASSIFY]");
+  return t;
+}
+
+int32_t Tokenizer::special_id(const std::string& token, const char* role) const {
+  const int32_t id = token_ids_.find(token);
+  if (id < 0) throw ModelError("vocab.txt has no " + std::string(role) + " \"" + token + "\"");
+  return id;
+}
+
+void Tokenizer::encode_plain(std::span<const char32_t> text, int32_t origin, Encoding& out) const {
+  if (text.empty()) return;
+  thread_local EncodeScratch scratch;
+  normalizer_.normalize(text, origin, scratch.normalized, scratch.normalizer);
+  for_each_pre_token(std::span<const NormChar>(scratch.normalized), [&](std::span<const NormChar> word) {
+    wordpiece_.tokenize(word, out, scratch.wordpiece);
+  });
+}
+
+Encoding Tokenizer::encode_raw(std::string_view utf8) const {
+  thread_local std::vector<char32_t> code_points;
+  code_points.clear();
+  decode_utf8(utf8, code_points);
+  const std::span<const char32_t> text(code_points);
+
+  Encoding out;
+  out.ids.reserve(text.size() + 2);  // about one token per CJK character; callers add [CLS]/[SEP]
+  out.offsets.reserve(text.size() + 2);
+  out.type_ids.reserve(text.size() + 2);
+  size_t plain_begin = 0;
+  for (size_t i = 0; i < text.size();) {
+    const AddedTokens::Match m = added_tokens_.match_at(text, i);
+    if (m.id < 0) {
+      ++i;
+      continue;
+    }
+    encode_plain(text.subspan(plain_begin, i - plain_begin), static_cast<int32_t>(plain_begin), out);
+    push_token(out, m.id, {static_cast<int32_t>(i), static_cast<int32_t>(i + m.length)}, 0);
+    i += m.length;
+    plain_begin = i;
+  }
+  encode_plain(text.subspan(plain_begin), static_cast<int32_t>(plain_begin), out);
+  return out;
+}
+
+Encoding Tokenizer::encode(std::string_view utf8) const {
+  const Encoding raw = encode_raw(utf8);
+  Encoding out;
+  out.ids.reserve(raw.size() + 2);
+  out.offsets.reserve(raw.size() + 2);
+  out.type_ids.reserve(raw.size() + 2);
+  push_token(out, cls_id_, {}, 0);
+  append_range(out, raw, 0, raw.size(), 0);
+  push_token(out, sep_id_, {}, 0);
+  return out;
+}
+
+Encoding Tokenizer::encode_pair(std::string_view a, std::string_view b) const {
+  const Encoding a_raw = encode_raw(a);
+  const Encoding b_raw = encode_raw(b);
+  const auto total = static_cast<int>(a_raw.size() + b_raw.size() + 3);
+  return pair_windows(a_raw, b_raw, total, 0).front();
+}
+
+std::vector<Encoding> Tokenizer::encode_pair_windows(std::string_view a, std::string_view b,
+                                                     int max_length, int stride) const {
+  return pair_windows(encode_raw(a), encode_raw(b), max_length, stride);
+}
+
+std::vector<Encoding> Tokenizer::pair_windows(const Encoding& a_raw, const Encoding& b_raw,
+                                              int max_length, int stride) const {
+  if (stride < 0) throw InputError("pair windows: stride must be >= 0, got " + std::to_string(stride));
+  const auto n_a = static_cast<long>(a_raw.size());
+  const auto n_b = static_cast<long>(b_raw.size());
+  // HF truncation (only_second): nothing to do when everything fits; otherwise b is cut into
+  // windows of M tokens, each starting M - stride after the previous one, until one reaches
+  // the end of b. HF rejects M <= 0 and stride >= M only when b actually has to be cut.
+  const long window = max_length - 3 - n_a;
+  const bool fits = n_a + n_b + 3 <= max_length;
+  if (!fits && window <= 0) {
+    throw InputError("pair windows: the first sequence has " + std::to_string(n_a) +
+                     " tokens, which leaves no room for the second within max_length " +
+                     std::to_string(max_length));
+  }
+  if (!fits && stride >= window) {
+    throw InputError("pair windows: stride " + std::to_string(stride) +
+                     " must be smaller than the window of " + std::to_string(window) +
+                     " tokens (max_length " + std::to_string(max_length) + " - 3 - " +
+                     std::to_string(n_a) + " first-sequence tokens)");
+  }
+
+  std::vector<Encoding> windows;
+  for (long start = 0;; start += window - stride) {
+    const long end = fits ? n_b : std::min(start + window, n_b);
+    Encoding e;
+    const size_t size = static_cast<size_t>(n_a + (end - start) + 3);
+    e.ids.reserve(size);
+    e.offsets.reserve(size);
+    e.type_ids.reserve(size);
+    push_token(e, cls_id_, {}, 0);
+    append_range(e, a_raw, 0, a_raw.size(), 0);
+    push_token(e, sep_id_, {}, 0);
+    append_range(e, b_raw, static_cast<size_t>(start), static_cast<size_t>(end), 1);
+    push_token(e, sep_id_, {}, 1);
+    windows.push_back(std::move(e));
+    if (end == n_b) break;
+  }
+  return windows;
+}
+
+int32_t Tokenizer::vocab_size() const { return static_cast<int32_t>(id_to_token_.size()); }
+
+int32_t Tokenizer::token_to_id(std::string_view token) const { return token_ids_.find(token); }
+
+const std::string& Tokenizer::id_to_token(int32_t id) const {
+  if (id < 0 || id >= vocab_size()) {
+    throw InputError("token id " + std::to_string(id) + " is outside the vocabulary [0, " +
+                     std::to_string(vocab_size()) + ")");
+  }
+  return id_to_token_[static_cast<size_t>(id)];
+}
+
+}  // namespace rexnlu::text

@@ -1,0 +1,34 @@
+// Strict UTF-8 decoding and encoding (the tokenizer works on code points).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace rexnlu::text {
+
+// Appends the code points of `utf8` to `out`. Throws rexnlu::Error (kInvalidInput) naming the
+// byte offset of the first ill-formed sequence (stray continuation byte, truncated or overlong
+// sequence, surrogate, value above U+10FFFF).
+void decode_utf8(std::string_view utf8, std::vector<char32_t>& out);
+
+// Appends the UTF-8 encoding of `cp` (a valid scalar value) to `out`.
+inline void append_utf8(char32_t cp, std::string& out) {
+  if (cp < 0x80) {
+    out.push_back(static_cast<char>(cp));
+  } else if (cp < 0x800) {
+    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else if (cp < 0x10000) {
+    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else {
+    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  }
+}
+
+}  // namespace rexnlu::text
