@@ -73,7 +73,7 @@ bool allowed_global(const std::string& name) {
 class Machine {
  public:
   Machine(std::span<const std::byte> bytes, const std::string& context,
-          std::vector<std::unique_ptr<PickleValue>>& arena, std::map<std::string, TorchStorageRef>& storages)
+          std::deque<PickleValue>& arena, std::map<std::string, TorchStorageRef>& storages)
       : in_(bytes, context), context_(context), arena_(arena), storages_(storages) {}
 
   const PickleValue* run(uint64_t* consumed);
@@ -102,9 +102,8 @@ class Machine {
     return items;
   }
   PickleValue* value(Kind kind) {
-    arena_.push_back(std::make_unique<PickleValue>());
-    arena_.back()->kind = kind;
-    return arena_.back().get();
+    arena_.emplace_back().kind = kind;
+    return &arena_.back();
   }
   PickleValue* integer(int64_t v) {
     PickleValue* p = value(Kind::kInt);
@@ -166,7 +165,7 @@ class Machine {
 
   ByteReader in_;
   const std::string& context_;
-  std::vector<std::unique_ptr<PickleValue>>& arena_;
+  std::deque<PickleValue>& arena_;
   std::map<std::string, TorchStorageRef>& storages_;
   std::vector<PickleValue*> stack_;
   std::vector<uint64_t> marks_;

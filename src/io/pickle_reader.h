@@ -5,8 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
-#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -62,7 +62,7 @@ class PickleReader {
 
  private:
   std::string context_;
-  std::vector<std::unique_ptr<PickleValue>> arena_;  // owns every value (memo may form cycles)
+  std::deque<PickleValue> arena_;  // owns every value (the memo may form cycles); stable addresses
   std::map<std::string, TorchStorageRef> storages_;
 };
 

@@ -49,21 +49,23 @@ uint32_t crc32_of(std::span<const std::byte> data) {
 
 // The end of central directory record is the last 22 bytes plus a comment of up to 64 KiB;
 // the match must account for the file's last byte exactly.
-uint64_t find_eocd(ByteReader& r) {
-  const uint64_t size = r.size();
-  if (size < kEocdSize) throw ModelError(r.context() + ": not a zip archive (file too short for its end record)");
+uint64_t find_eocd(ByteReader& r, std::span<const std::byte> bytes) {
+  const uint64_t size = bytes.size();
+  if (size < kEocdSize)
+    throw ModelError(r.context() + ": not a zip archive or truncated (file too short for its end record)");
+  auto byte_at = [&bytes](uint64_t i) { return std::to_integer<uint32_t>(bytes[i]); };
   const uint64_t lowest = size - kEocdSize > kMaxCommentSize ? size - kEocdSize - kMaxCommentSize : 0;
   for (uint64_t pos = size - kEocdSize + 1; pos-- > lowest;) {
-    r.seek(pos, "end of central directory");
-    if (r.u32("end record signature") != kEndOfCentralDirSig) continue;
-    r.seek(pos + 20, "end record comment length");
-    if (r.u16("end record comment length") == size - pos - kEocdSize) return pos;
+    // Plain byte compares here: this loop may visit 64 KiB of candidates.
+    if (byte_at(pos) != 0x50 || byte_at(pos + 1) != 0x4b || byte_at(pos + 2) != 0x05 || byte_at(pos + 3) != 0x06)
+      continue;
+    if ((byte_at(pos + 20) | (byte_at(pos + 21) << 8)) == size - pos - kEocdSize) return pos;
   }
   throw ModelError(r.context() + ": not a zip archive or truncated (no end of central directory record found)");
 }
 
-Directory read_directory_location(ByteReader& r) {
-  const uint64_t eocd = find_eocd(r);
+Directory read_directory_location(ByteReader& r, std::span<const std::byte> bytes) {
+  const uint64_t eocd = find_eocd(r, bytes);
   r.seek(eocd + 4, "end record");
   const uint16_t disk = r.u16("disk number");
   const uint16_t cd_disk = r.u16("central directory disk");
@@ -138,7 +140,7 @@ void apply_zip64_extra(ByteReader& extra, const std::string& where, uint64_t& us
 
 ZipReader::ZipReader(std::span<const std::byte> bytes, std::string name) : bytes_(bytes), name_(std::move(name)) {
   ByteReader r(bytes_, name_);
-  const Directory dir = read_directory_location(r);
+  const Directory dir = read_directory_location(r, bytes_);
   if (!range_fits(dir.offset, dir.size, r.size()))
     throw ModelError(name_ + ": central directory at offset " + std::to_string(dir.offset) + " (" +
                      std::to_string(dir.size) + " bytes) is out of range of the " + std::to_string(r.size()) +

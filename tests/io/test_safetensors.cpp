@@ -35,5 +35,76 @@ TEST(Checkpoint, MissingWeightsNameTheDirectoryAndFiles) {
                      {dir.path().string(), "model.safetensors", "pytorch_model.bin"});
 }
 
+// A safetensors file from a header text and a data section.
+std::vector<uint8_t> make_safetensors(const std::string& header, const std::vector<uint8_t>& data) {
+  std::vector<uint8_t> out;
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<uint8_t>(static_cast<uint64_t>(header.size()) >> (8 * i)));
+  out.insert(out.end(), header.begin(), header.end());
+  out.insert(out.end(), data.begin(), data.end());
+  return out;
+}
+
+void expect_safetensors_error(const std::vector<uint8_t>& bytes, const std::vector<std::string>& needles) {
+  TempDir dir;
+  write_bytes(dir / "model.safetensors", bytes);
+  expect_model_error([&] { load_safetensors(dir / "model.safetensors"); }, needles);
+}
+
+TEST(Safetensors, MetadataIsIgnoredAndMisalignedDataIsCopied) {
+  // A 3-byte header padding leaves the F32 data at an odd file offset.
+  const std::string header =
+      R"({"__metadata__":{"format":"pt"},"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+      R"("n":{"dtype":"I64","shape":[],"data_offsets":[8,16]}} )";
+  std::vector<uint8_t> data = {0, 0, 0x80, 0x3f, 0, 0, 0, 0x40, 7, 0, 0, 0, 0, 0, 0, 0};
+  TempDir dir;
+  write_bytes(dir / "model.safetensors", make_safetensors(header, data));
+  TensorStore store = load_safetensors(dir / "model.safetensors");
+  ASSERT_EQ(store.names(), (std::vector<std::string>{"n", "x"}));
+  const TensorView& x = store.at("x");
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(x.data) % 4, 0u);
+  EXPECT_EQ(x.f32()[0], 1.0f);
+  EXPECT_EQ(x.f32()[1], 2.0f);
+  EXPECT_EQ(store.at("n").shape, std::vector<int64_t>{});
+  EXPECT_EQ(*reinterpret_cast<const int64_t*>(store.at("n").data), 7);
+}
+
+TEST(Safetensors, TruncatedFileIsReported) {
+  const auto good = read_bytes(tiny_model_dir() / "model.safetensors");
+  for (size_t cut : {size_t{0}, size_t{5}, size_t{8}, size_t{100}, size_t{4952}, size_t{5000}, good.size() / 2,
+                     good.size() - 1}) {
+    SCOPED_TRACE(cut);
+    expect_safetensors_error(std::vector<uint8_t>(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(cut)),
+                             {"model.safetensors", "truncated"});
+  }
+}
+
+TEST(Safetensors, BadHeadersAreReported) {
+  const std::vector<uint8_t> data(16);
+  expect_safetensors_error(make_safetensors(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                                            R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+                                            data),
+                           {"'a' [0, 8]", "'b' [4, 12]", "overlapping"});
+  expect_safetensors_error(make_safetensors(R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[8,24]}})", data),
+                           {"'a'", "[8, 24]", "out of range"});
+  expect_safetensors_error(make_safetensors(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", data),
+                           {"'a'", "needs 12"});
+  expect_safetensors_error(
+      make_safetensors(R"({"a":{"dtype":"F32","shape":[4611686018427387904,4],"data_offsets":[0,8]}})", data),
+      {"'a'", "too large"});
+  expect_safetensors_error(make_safetensors(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[8,0]}})", data),
+                           {"'a'", "begin > end"});
+  expect_safetensors_error(make_safetensors(R"({"a":{"dtype":"Q4","shape":[2],"data_offsets":[0,8]}})", data),
+                           {"'a'", "unsupported dtype 'Q4'"});
+  expect_safetensors_error(make_safetensors(R"({"a":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", data),
+                           {"'a'", "shape"});
+  expect_safetensors_error(make_safetensors(R"({"a":{"dtype":"F32","shape":[2]}})", data), {"'a'", "data_offsets"});
+  expect_safetensors_error(make_safetensors(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]})", data),
+                           {"not valid JSON"});
+  expect_safetensors_error(make_safetensors("[]", data), {"not a JSON object"});
+  std::vector<uint8_t> huge = make_safetensors("{}", data);
+  huge[7] = 0x10;  // header length ~1e18
+  expect_safetensors_error(huge, {"header length"});
+}
+
 }  // namespace
 }  // namespace rexnlu::io
