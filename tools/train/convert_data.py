@@ -1,0 +1,207 @@
+"""Converts the public data sets in ../shared/data into the RexUniNLU sample format.
+
+Every output line is {"id", "text", "info_list", "schema"} exactly as the model repo's
+sample_tasks files (offsets are [start, end) code points, span == text[start:end]).
+Files are written to a git-ignored folder (default .device/train/raw) and are never committed.
+
+  python3 tools/train/convert_data.py --data ../shared/data --out .device/train/raw
+
+Train files come only from data whose license allows redistribution of a model trained on it
+(see models/rexnlu-demo-zh-small/README.md); DuIE is converted for evaluation only.
+"""
+import argparse
+import json
+import os
+import random
+
+CLUENER_TYPES = {"name": "人名", "address": "地址", "book": "书名", "company": "公司", "game": "游戏",
+                 "government": "政府", "movie": "电影", "organization": "组织机构", "position": "职位",
+                 "scene": "景点"}
+WEIBO_TYPES = {"PER.NAM": "人名", "PER.NOM": "人物泛称", "LOC.NAM": "地名", "LOC.NOM": "地点泛称",
+               "GPE.NAM": "行政区", "GPE.NOM": "行政区泛称", "ORG.NAM": "机构名", "ORG.NOM": "机构泛称"}
+RESUME_TYPES = {"NAME": "人名", "CONT": "国籍", "RACE": "民族", "TITLE": "职称", "EDU": "学历",
+                "ORG": "组织机构", "PRO": "专业", "LOC": "地名"}
+SENTIMENT = {"Positive": "正向情感", "Negative": "负向情感"}
+
+
+def read_lines(path):
+    with open(path, encoding="utf-8-sig") as f:
+        return [l for l in f.read().split("\n") if l.strip()]
+
+
+def read_jsonl(path):
+    return [json.loads(l) for l in read_lines(path)]
+
+
+def write_jsonl(path, rows):
+    with open(path, "w", encoding="utf-8") as f:
+        for r in rows:
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    print(f"{path}: {len(rows)}")
+
+
+def ent(t, text, s, e):
+    assert 0 <= s < e <= len(text), (t, s, e)
+    return {"type": t, "span": text[s:e], "offset": [s, e]}
+
+
+def cluener(path, prefix):
+    rows = []
+    schema = {v: None for v in CLUENER_TYPES.values()}
+    for k, d in enumerate(read_jsonl(path)):
+        text, info = d["text"], []
+        for t, mentions in d.get("label", {}).items():
+            for m, spans in mentions.items():
+                for s, e in spans:
+                    assert text[s:e + 1] == m
+                    info.append([ent(CLUENER_TYPES[t], text, s, e + 1)])
+        info.sort(key=lambda x: x[0]["offset"])
+        rows.append({"id": f"{prefix}-{k}", "text": text, "info_list": info, "schema": schema})
+    return rows
+
+
+def bio_sentences(path, weibo):
+    """Yields lists of (char, tag) from a CoNLL-style char file (blank line between sentences)."""
+    sent = []
+    for line in open(path, encoding="utf-8").read().split("\n"):
+        parts = line.split()
+        if not parts:
+            if sent:
+                yield sent
+            sent = []
+            continue
+        ch, tag = (parts[0], parts[-1]) if len(parts) >= 2 else (" ", parts[0])
+        if weibo:
+            ch = ch[:-1] if len(ch) > 1 else ch  # weibo chars carry a trailing segment digit
+        sent.append((ch, tag))
+    if sent:
+        yield sent
+
+
+def tagged(path, types, prefix, weibo=False):
+    rows = []
+    schema = {v: None for v in types.values()}
+    for k, sent in enumerate(bio_sentences(path, weibo)):
+        text = "".join(c for c, _ in sent)
+        if len(text) != len(sent):
+            continue
+        info, start, cur = [], None, None
+
+        def close(end):
+            if cur is not None:
+                info.append([ent(types[cur], text, start, end)])
+
+        for i, (_, tag) in enumerate(sent):
+            p, t = (tag.split("-", 1) + [None])[:2] if tag != "O" else ("O", None)
+            if p in ("B", "S") or (p in ("I", "M", "E") and t != cur):
+                close(i)
+                start, cur = i, t
+            elif p == "O":
+                close(i)
+                cur = None
+            if p in ("E", "S"):
+                close(i + 1)
+                cur = None
+        close(len(sent))
+        rows.append({"id": f"{prefix}-{k}", "text": text, "info_list": info, "schema": schema})
+    return rows
+
+
+def classify(prefix, items, labels, marker="[CLASSIFY]"):
+    """items: (text, [label...]) -> classification samples with the marker first."""
+    schema = {l: None for l in labels}
+    rows = []
+    for k, (text, gold) in enumerate(items):
+        t = marker + text
+        rows.append({"id": f"{prefix}-{k}", "text": t,
+                     "info_list": [[ent(g, t, 0, len(marker))] for g in gold], "schema": schema})
+    return rows
+
+
+def tnews(path, names, prefix):
+    items = [(d["sentence"], [names[str(d["label"])]]) for d in read_jsonl(path)]
+    return classify(prefix, items, sorted(set(names.values())))
+
+
+def eprstmt(path, prefix):
+    items = [(d["sentence"], [SENTIMENT[d["label"]]]) for d in read_jsonl(path)]
+    return classify(prefix, items, sorted(SENTIMENT.values()))
+
+
+def iflytek(path, prefix, labels):
+    items = [(d["sentence"], [d["label_des"]]) for d in read_jsonl(path)]
+    return classify(prefix, items, labels)
+
+
+def cail(root, prefix, max_docs_frac=0.85):
+    rows = []
+    for domain in ("divorce", "labor", "loan"):
+        d = f"{root}/{domain}"
+        tags = read_lines(f"{d}/tags.txt")
+        names = read_lines(f"{d}/selectedtags.txt")
+        tag2name = dict(zip(tags, names))
+        docs = read_jsonl(f"{d}/data_small_selected.json")
+        docs = docs[:int(len(docs) * max_docs_frac)]  # the last 15% of documents stay unseen
+        items = [(s["sentence"], [tag2name[t] for t in s["labels"]]) for doc in docs for s in doc if s["labels"]]
+        rows += classify(f"{prefix}-{domain}", items, names, marker="[MULTICLASSIFY]")
+    return rows
+
+
+def duie(path, schema_path, prefix):
+    schema = {}
+    for s in read_jsonl(schema_path):
+        schema.setdefault(s["subject_type"], {})[f'{s["predicate"]}({s["object_type"]["@value"]})'] = None
+    rows = []
+    for k, d in enumerate(read_jsonl(path)):
+        text, info = d["text"], []
+        for spo in d["spo_list"]:
+            subj, obj = spo["subject"], spo["object"]["@value"]
+            s, o = text.find(subj), text.find(obj)
+            if s < 0 or o < 0 or not subj or not obj:
+                continue
+            rel = f'{spo["predicate"]}({spo["object_type"]["@value"]})'
+            path_ = [ent(spo["subject_type"], text, s, s + len(subj)), ent(rel, text, o, o + len(obj))]
+            if path_ not in info:
+                info.append(path_)
+        rows.append({"id": f"{prefix}-{k}", "text": text, "info_list": info, "schema": schema})
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--data", default="../shared/data")
+    ap.add_argument("--out", default=".device/train/raw")
+    a = ap.parse_args()
+    D, O = a.data, a.out
+    os.makedirs(O, exist_ok=True)
+    names = {d["label"]: d["label_zh"] for d in read_jsonl(f"{D}/fewclue/tnews/label_index2en2zh.json")}
+    ifly = read_jsonl(f"{D}/fewclue/iflytek/train_few_all.json") + read_jsonl(f"{D}/fewclue/iflytek/dev_few_all.json")
+    ifly_labels = sorted({d["label_des"] for d in ifly})
+
+    train = {
+        "cluener": cluener(f"{D}/cluener2020/train.json", "cluener-train"),
+        "weibo": tagged(f"{D}/weibo_ner/weiboNER_2nd_conll.train", WEIBO_TYPES, "weibo-train", weibo=True),
+        "resume": tagged(f"{D}/resume_ner/train.char.bmes", RESUME_TYPES, "resume-train"),
+        "tnews": tnews(f"{D}/fewclue/tnews/train_few_all.json", names, "tnews-train"),
+        "eprstmt": eprstmt(f"{D}/fewclue/eprstmt/train_few_all.json", "eprstmt-train"),
+        "iflytek": iflytek(f"{D}/fewclue/iflytek/train_few_all.json", "iflytek-train", ifly_labels),
+        "cail": cail(f"{D}/cail2019_elements", "cail-train"),
+    }
+    for task in ("ner", "re", "ee", "absa", "mrc", "tc_single_label", "tc_multi_label"):
+        train[f"st_{task}"] = read_jsonl(f"{D}/rexuninlu/sample_tasks/{task}/train.json")
+    evals = {
+        "cluener_dev": cluener(f"{D}/cluener2020/dev.json", "cluener-dev"),
+        "duie_dev": duie(f"{D}/duie2/duie_dev.json", f"{D}/duie2/duie_schema.json", "duie-dev"),
+        "tnews_dev": tnews(f"{D}/fewclue/tnews/dev_few_all.json", names, "tnews-dev"),
+        "eprstmt_dev": eprstmt(f"{D}/fewclue/eprstmt/dev_few_all.json", "eprstmt-dev"),
+    }
+    for task in ("ner", "re", "ee", "absa", "mrc", "tc_single_label", "tc_multi_label"):
+        evals[f"st_{task}_dev"] = read_jsonl(f"{D}/rexuninlu/sample_tasks/{task}/dev.json")
+    for k, rows in train.items():
+        write_jsonl(f"{O}/train_{k}.jsonl", rows)
+    for k, rows in evals.items():
+        write_jsonl(f"{O}/eval_{k}.jsonl", rows)
+
+
+if __name__ == "__main__":
+    main()

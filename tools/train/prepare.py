@@ -1,0 +1,54 @@
+"""Turns the converted train files into compact training instances (one JSON line each:
+input_ids, H, rows, cols), exactly as the original data loader's tokenize_data would.
+
+  python3 tools/train/prepare.py --raw .device/train/raw --out .device/train/instances.jsonl.gz
+"""
+import argparse
+import glob
+import gzip
+import json
+import os
+import random
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tokenizer import BertTokenizer  # noqa: E402
+import rexdata as R  # noqa: E402
+
+# Per-file caps keep the mix centred on extraction (IFLYTEK prompts are ~3 chunks of 256 tokens).
+CAPS = {"train_iflytek.jsonl": 1500, "train_cail.jsonl": 3000}
+# Small but task-diverse files are repeated so that every task is seen often enough.
+REPEAT = {"train_st_re.jsonl": 4, "train_st_ee.jsonl": 2, "train_st_absa.jsonl": 4, "train_st_mrc.jsonl": 2,
+          "train_st_tc_single_label.jsonl": 2, "train_st_tc_multi_label.jsonl": 2, "train_eprstmt.jsonl": 3}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--raw", default=".device/train/raw")
+    ap.add_argument("--vocab", default="models/rexuninlu_tiny/vocab.txt")
+    ap.add_argument("--out", default=".device/train/instances.jsonl.gz")
+    ap.add_argument("--seed", type=int, default=42)
+    a = ap.parse_args()
+    tok = BertTokenizer(a.vocab)
+    rng = random.Random(a.seed)
+    n_inst = 0
+    with gzip.open(a.out, "wt", encoding="utf-8") as fo:
+        for path in sorted(glob.glob(f"{a.raw}/train_*.jsonl")):
+            name = os.path.basename(path)
+            samples = [json.loads(l) for l in open(path, encoding="utf-8").read().split("\n") if l.strip()]
+            if name in CAPS and len(samples) > CAPS[name]:
+                samples = rng.sample(samples, CAPS[name])
+            k = 0
+            for _ in range(REPEAT.get(name, 1)):
+                for s in samples:
+                    for ids, H, rows, cols in R.training_instances(tok, s, rng):
+                        fo.write(json.dumps({"src": name[6:-6], "ids": ids, "H": H, "rows": rows, "cols": cols},
+                                            separators=(",", ":")) + "\n")
+                        k += 1
+            print(f"{name}: {len(samples)} samples -> {k} instances", flush=True)
+            n_inst += k
+    print("total instances", n_inst)
+
+
+if __name__ == "__main__":
+    main()
