@@ -1,0 +1,81 @@
+// Encoder + link head latency/throughput of rexnlu's CPU engine (fp32) on a model directory and a
+// set of input cases written by run_encoder_bench.sh (the PyTorch baseline reads the same files).
+//   encoder_bench MODEL_DIR CASES_JSON [threads=2] [min_seconds=3]
+// CASES_JSON: [{"name", "batch", "input_ids", "position_ids", "attention_mask": ["0101..", ..]}]
+// Prints one JSON object per case: {"engine":"rexnlu","name","batch","L","ms_median","ms_min",
+// "reps","gflop","logits_abs_sum"} (logits_abs_sum of sequence 0, to check both engines agree).
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kernels/gemm.h"
+#include "kernels/threading.h"
+#include "models/rex_uninlu_model.h"
+
+namespace {
+
+using rexnlu::models::SequenceInput;
+
+// FLOPs rexnlu executes for one sequence of L tokens (multiply-adds x2): dense layers, the
+// attention products over the relative-position span this sequence uses, the conv and the head.
+double forward_flops(const rexnlu::io::ModelConfig& c, const SequenceInput& s) {
+  const double L = s.length(), H = c.hidden_size, I = c.intermediate_size, d = c.head_dim();
+  const auto [lo, hi] = std::minmax_element(s.position_ids.begin(), s.position_ids.end());
+  const double span = std::min(2.0 * (*hi - *lo) + 1, 2.0 * c.position_buckets);
+  const double dense = 2 * L * (4 * H * H + 2 * H * I);
+  const double attn = c.num_attention_heads * (2 * L * L * d * 2 + 2 * L * span * d * 2);
+  return c.num_hidden_layers * (dense + attn) + 2 * L * 3 * H * H /*conv*/ + 2 * L * 2 * H * H + 2 * L * L * H /*head*/;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    std::fprintf(stderr, "usage: %s MODEL_DIR CASES_JSON [threads=2] [min_seconds=3]\n", argv[0]);
+    return 2;
+  }
+  const int threads = argc > 3 ? std::atoi(argv[3]) : 2;
+  const double min_seconds = argc > 4 ? std::atof(argv[4]) : 3.0;
+  rexnlu::kernels::cpu::set_num_threads(threads);
+  const auto model = rexnlu::models::RexUniNluModel::load(argv[1]);
+  std::ifstream in(argv[2]);
+  const auto cases = nlohmann::json::parse(in);
+  std::fprintf(stderr, "rexnlu: %s, %d threads\n", rexnlu::kernels::cpu::blas_name(), threads);
+
+  for (const auto& c : cases) {
+    SequenceInput s;
+    s.ids = c.at("input_ids").get<std::vector<int32_t>>();
+    s.position_ids = c.at("position_ids").get<std::vector<int32_t>>();
+    for (const auto& row : c.at("attention_mask"))
+      for (char ch : row.get<std::string>()) s.mask.push_back(ch == '1');
+    const int batch = c.at("batch").get<int>();
+    const std::vector<SequenceInput> inputs(batch, s);
+
+    std::vector<rexnlu::models::LinkLogits> out = model->forward(inputs);  // warm-up (workspace sizing)
+    out = model->forward(inputs);
+    std::vector<double> ms;
+    const auto start = std::chrono::steady_clock::now();
+    while (ms.size() < 3 || std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < min_seconds) {
+      const auto t0 = std::chrono::steady_clock::now();
+      out = model->forward(inputs);
+      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      if (ms.size() >= 200) break;
+    }
+    std::sort(ms.begin(), ms.end());
+    double abs_sum = 0;
+    for (float z : out[0]) abs_sum += std::abs(z);
+    nlohmann::json r = {{"engine", "rexnlu"}, {"name", c.at("name")}, {"batch", batch}, {"L", s.length()},
+                        {"ms_median", ms[ms.size() / 2]}, {"ms_min", ms.front()}, {"reps", ms.size()},
+                        {"gflop", batch * forward_flops(model->config(), s) * 1e-9}, {"logits_abs_sum", abs_sum}};
+    std::printf("%s\n", r.dump().c_str());
+    std::fflush(stdout);
+  }
+  return 0;
+}
