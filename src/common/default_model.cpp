@@ -10,7 +10,7 @@
 
 namespace rexnlu {
 
-const char* default_model_name() { return "rexuninlu_tiny"; }
+const char* default_model_name() { return "rexnlu-demo-zh-small"; }
 
 std::filesystem::path default_model_dir() {
   namespace fs = std::filesystem;
