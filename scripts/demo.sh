@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs dependencies, builds rexnlu and runs the main job: schema-guided extraction with the
+# bundled default model (no network needed). This is the README's first command.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+"$root/scripts/install_deps.sh"
+"$root/scripts/build.sh" "$root/build" -DREXNLU_BUILD_TESTS=OFF -DREXNLU_BUILD_BENCH=OFF
+echo
+"$root/build/rexnlu" info
+echo
+# Extraction on the bundled default model (models/rexnlu-demo-zh-small), JSON lines in and out.
+"$root/build/rexnlu" extract <<'JSON'
+{"text": "我昨天在故宫博物院看了电影《流浪地球》，还去了上海外滩。", "schema": {"人名": null, "地址": null, "电影": null, "景点": null, "公司": null}}
+{"text": "国务院总理李克强在北京会见了微软公司总裁比尔·盖茨。", "schema": {"人名": null, "地址": null, "公司": null, "职位": null, "政府": null}}
+JSON
