@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <string>
+
+#include "rexnlu/error.h"
 
 #if defined(REXNLU_BLAS_DNNL)
 #include <oneapi/dnnl/dnnl.h>
@@ -19,7 +22,10 @@ namespace {
 void gemm_serial(bool trans_b, int M, int N, int K, float alpha, const float* A, int lda,
                  const float* B, int ldb, float beta, float* C, int ldc) {
 #if defined(REXNLU_BLAS_DNNL)
-  dnnl_sgemm('N', trans_b ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  // Row-major, like the rest of the engine. Fails only on invalid arguments: a bug of ours.
+  if (dnnl_sgemm('N', trans_b ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb, beta, C, ldc) != dnnl_success)
+    throw InternalError("dnnl_sgemm rejected M=" + std::to_string(M) + " N=" + std::to_string(N) +
+                        " K=" + std::to_string(K));
 #else
   cblas_sgemm(CblasRowMajor, CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, M, N, K, alpha, A,
               lda, B, ldb, beta, C, ldc);
