@@ -29,8 +29,7 @@ bool unknown_to_nfd(char32_t c) { return c >= 0x300 && in_table(detail::kNfdUnkn
 
 }  // namespace
 
-bool is_removed_by_clean_text(char32_t c) {
-  if (c < 0x80) return (c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7F || c == 0;
+bool is_removed_by_clean_text_slow(char32_t c) {
   if (c <= 0x9F) return true;  // C1 controls
   if (c == 0xFFFD) return true;
   return is_private_use(c) || in_table(detail::kFormat8, c);

@@ -26,7 +26,12 @@ inline bool is_bert_whitespace(char32_t c) {
 // What the BERT "clean text" step drops: NUL, U+FFFD and "control" characters, which in HF
 // tokenizers means Cc, Cf (Unicode 8.0) or Co, but not \t \n \r. Unassigned code points (Cn)
 // are kept, despite the comment in the Rust source.
-bool is_removed_by_clean_text(char32_t c);
+bool is_removed_by_clean_text_slow(char32_t c);
+inline bool is_removed_by_clean_text(char32_t c) {
+  if (c < 0x80) return (c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7F;
+  if (c >= 0x3400 && c <= 0x9FFF) return false;  // CJK ideographs: the bulk of the text
+  return is_removed_by_clean_text_slow(c);
+}
 
 // The CJK ideograph ranges of the Rust normalizer (2B920, not Python's 2B820, starts the
 // range after Extension D).

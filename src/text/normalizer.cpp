@@ -43,8 +43,10 @@ void strip_accents(const std::vector<NormChar>& in, int32_t origin, std::vector<
   pending.clear();
   size_t cursor = 0;  // next original character consumed by a non-inserted code point
   auto emit_pending = [&] {
-    std::stable_sort(pending.begin(), pending.end(),
-                     [](const auto& a, const auto& b) { return a.ccc < b.ccc; });
+    if (pending.size() > 1) {
+      std::stable_sort(pending.begin(), pending.end(),
+                       [](const auto& a, const auto& b) { return a.ccc < b.ccc; });
+    }
     for (const auto& d : pending) {
       NormChar aligned{d.cp, origin, origin};
       if (d.inserted) {
@@ -59,7 +61,7 @@ void strip_accents(const std::vector<NormChar>& in, int32_t origin, std::vector<
   };
   for (const NormChar& nc : in) {
     if (is_inert_for_nfd_and_lowercase(nc.cp) || (nc.cp >= 'A' && nc.cp <= 'Z')) {
-      emit_pending();
+      if (!pending.empty()) emit_pending();
       out.push_back(nc);
       ++cursor;
       continue;

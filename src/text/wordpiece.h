@@ -32,8 +32,15 @@ class WordPiece {
   void tokenize(std::span<const NormChar> word, Encoding& out, Scratch& scratch) const;
 
  private:
+  // Id of the entry for piece text [begin, end) of the word, -1 when absent.
+  int32_t find(std::span<const NormChar> word, size_t begin, size_t end, const Scratch& scratch) const;
+
+  static constexpr char32_t kDirectLimit = 0x10000;
   VocabTable word_start_;    // pieces that may start a word
   VocabTable continuation_;  // "##x" entries, keyed by "x"
+  // One-character pieces below U+10000 by code point ([0] start, [1] continuation), -1 when
+  // absent: most Chinese words are one character, and this skips hashing for them.
+  std::vector<int32_t> single_char_[2];
   int32_t unk_id_ = -1;
 };
 

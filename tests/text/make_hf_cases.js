@@ -231,6 +231,9 @@ function charTable({ bertNormalizer, bertPreTokenizer }) {
   return lines;
 }
 
+module.exports = { tokenizerJson };
+if (require.main !== module) return;
+
 (async () => {
   if (process.argv.includes('--char-table')) {
     for (const l of charTable(require(process.env.HF_NEW || 'tokenizers'))) process.stdout.write(l + '\n');
