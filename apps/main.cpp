@@ -4,11 +4,13 @@
 #include <iostream>
 
 #include "extract_command.h"
+#include "tokenize_command.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"rexnlu: schema-guided Chinese universal NLU (RexUniNLU) in C++"};
   app.require_subcommand(1);
   rexnlu::apps::add_extract_command(app);
+  rexnlu::apps::add_tokenize_command(app);
   CLI11_PARSE(app, argc, argv);
   return 0;
 }
