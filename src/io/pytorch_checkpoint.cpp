@@ -63,13 +63,14 @@ void add_tensors(TensorStore& store, const PickleValue& root, const std::map<std
     if (t.stride.size() != t.shape.size())
       throw ModelError(ctx + ": size " + shape_string(t.shape) + " and stride " + shape_string(t.stride) +
                        " have different ranks");
-    // Contiguous row-major: each stride is the product of the later sizes (size-1 dims are free).
+    // Contiguous row-major: each stride is the product of the later sizes (size-1 dims are free;
+    // an empty tensor has no layout to check).
     int64_t expected_stride = 1;
-    for (size_t d = t.shape.size(); d-- > 0;) {
-      if (*numel != 0 && t.shape[d] != 1 && t.stride[d] != expected_stride)
+    for (size_t d = t.shape.size(); *numel != 0 && d-- > 0;) {
+      if (t.shape[d] != 1 && t.stride[d] != expected_stride)
         throw ModelError(ctx + ": size " + shape_string(t.shape) + " with stride " + shape_string(t.stride) +
                          " is not contiguous (only contiguous row-major tensors are supported)");
-      expected_stride *= t.shape[d];  // cannot overflow: bounded by numel
+      expected_stride *= t.shape[d];  // cannot overflow: bounded by numel, which is not 0 here
     }
     if (t.storage_offset < 0 || static_cast<uint64_t>(storage.numel) < *numel ||
         static_cast<uint64_t>(t.storage_offset) > static_cast<uint64_t>(storage.numel) - *numel)
@@ -136,9 +137,8 @@ void load_legacy(TensorStore& store, const MappedFile& file, const std::string& 
   uint64_t pos = 0;
   auto next = [&](const char* what) {
     uint64_t consumed = 0;
-    PickleReader& r = pickle;
     try {
-      const PickleValue* v = r.read(all.subspan(pos), &consumed);
+      const PickleValue* v = pickle.read(all.subspan(pos), &consumed);
       pos += consumed;
       return v;
     } catch (const Error& e) {

@@ -139,5 +139,22 @@ TEST(PytorchCheckpoint, TensorLayoutProblemsAreReported) {
   expect_bin_error(rezipped([](ZipEntries& e) { entry(e, "/byteorder") = bytes_of("big"); }), {"little-endian"});
 }
 
+TEST(PytorchCheckpoint, EmptyTensorWithHugeDimsLoadsWithoutOverflow) {
+  PickleBuilder p;
+  p.proto().op('}').mark();
+  p.tensor_item("empty", "FloatStorage", "0", 0, 0, {0, int64_t{1} << 62, int64_t{1} << 62}, {7, 1, 1});
+  p.op('u').op('.');
+  TempDir dir;
+  write_bytes(dir / "pytorch_model.bin", make_zip({{"a/data.pkl", p.bytes}, {"a/data/0", {}}}));
+  TensorStore store = load_pytorch_bin(dir / "pytorch_model.bin");
+  EXPECT_EQ(store.at("empty").numel(), 0);
+  // The same dims in another order overflow int64 and are rejected.
+  PickleBuilder q;
+  q.proto().op('}').mark();
+  q.tensor_item("huge", "FloatStorage", "0", 0, 0, {int64_t{1} << 62, int64_t{1} << 62, 0}, {1, 1, 1});
+  q.op('u').op('.');
+  expect_bin_error(make_zip({{"a/data.pkl", q.bytes}, {"a/data/0", {}}}), {"'huge'", "invalid size"});
+}
+
 }  // namespace
 }  // namespace rexnlu::io
