@@ -6,7 +6,8 @@ packages=(
   build-essential cmake pkg-config       # compiler and build
   nlohmann-json3-dev                     # JSON: config.json, schemas, JSON lines, HTTP bodies
   libutf8proc-dev                        # Unicode categories and NFD for the BERT normalizer
-  libopenblas-dev                        # fp32 matrix products (BLAS)
+  libdnnl-dev                            # fp32 matrix products (oneDNN sgemm; docs/benchmarks.md "BLAS choice")
+  libopenblas-dev                        # alternative BLAS (-DREXNLU_BLAS=openblas) and the BLAS comparison bench
   zlib1g-dev                             # CRC-32 of zip entries in pytorch_model.bin
   libcli11-dev                           # command-line parsing
   libcpp-httplib-dev                     # HTTP service
