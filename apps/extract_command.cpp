@@ -1,5 +1,8 @@
 #include "extract_command.h"
 
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -7,146 +10,247 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
+#include "command_util.h"
 #include "engine/options_json.h"
-#include "rexnlu/default_model.h"
-#include "rexnlu/engine.h"
+#include "pretty_print.h"
+#include "progress_bar.h"
+#include "request_json.h"
+#include "resume_output.h"
+#include "rexnlu/error.h"
 #include "uie/tasks.h"
 
 namespace rexnlu::apps {
 namespace {
 
-using Json = nlohmann::ordered_json;
+struct ExtractFlags {
+  std::string model;
+  std::string text;  // positional: single-text mode
+  std::string schema;
+  TaskFlags task;
+  std::string options_json;
+  bool json = false;
+  std::string color = "auto";
+  std::string input, output;
+  bool resume = false;
+  int batch_size = 16;
+  bool no_progress = false;
+};
 
-// Lines are run through extract_batch in groups: one model forward per level per group.
-constexpr size_t kLinesPerBatch = 16;
-
-std::string dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
-
-std::string string_field(const Json& j, const char* key) {
-  if (!j.contains(key)) return {};
-  if (!j[key].is_string()) throw InputError(std::string("\"") + key + "\" must be a string");
-  return j[key].get<std::string>();
-}
-
-// One input line -> the request, or throws rexnlu::Error / json errors.
-Request parse_line(const std::string& line) {
-  const Json j = Json::parse(line);
-  if (!j.is_object()) throw InputError("a line must be a JSON object");
-  if (!j.contains("text") || !j["text"].is_string()) throw InputError("missing string \"text\"");
-  Request r;
-  if (j.contains("options")) r.options = options_from_json(j["options"]);
-  if (j.contains("task")) {
-    uie::TaskArgs args;
-    args.task = string_field(j, "task");
-    args.text = j["text"].get<std::string>();
-    args.text2 = string_field(j, "text2");
-    args.question = string_field(j, "question");
-    if (j.contains("labels")) {
-      if (!j["labels"].is_array()) throw InputError("\"labels\" must be an array of strings");
-      for (const auto& l : j["labels"]) {
-        if (!l.is_string()) throw InputError("\"labels\" must be an array of strings");
-        args.labels.push_back(l.get<std::string>());
-      }
-    }
-    const uie::TaskRequest t = uie::build_task(args);
-    r.text = t.text;
-    r.schema = j.contains("schema") ? dump(j["schema"]) : t.schema;
-    return r;
+Options base_options(const ExtractFlags& f) {
+  if (f.options_json.empty()) return {};
+  Json j;
+  try {
+    j = Json::parse(f.options_json);
+  } catch (const Json::exception& e) {
+    throw InputError(std::string("--options is not valid JSON: ") + e.what());
   }
-  if (!j.contains("schema")) throw InputError("missing \"schema\" (or \"task\")");
-  r.text = j["text"].get<std::string>();
-  r.schema = dump(j["schema"]);
-  return r;
+  return options_from_json(j);
 }
 
+// ------------------------------------------------------------------ one text
+void run_single(const ExtractFlags& f) {
+  Options options = base_options(f);
+  if (!f.json) options.byte_offsets = false;  // the pretty printer slices by code point
+  const Request request = request_from_flags(f.text, f.schema, f.task, options);
+  Engine engine = load_engine(f.model);
+  const Result result = engine.extract(request.text, request.schema, request.options);
+  for (const auto& w : result.warnings) std::cerr << "warning: " << w << '\n';
+  if (f.json) {
+    std::cout << result.to_json() << '\n';
+    return;
+  }
+  const bool color = f.color == "always" || (f.color == "auto" && is_terminal(stdout) && !std::getenv("NO_COLOR"));
+  std::cout << pretty_result(request.text, result, color);
+}
+
+// ------------------------------------------------------------------ JSON lines
 struct Pending {
-  size_t line_number;
-  Json id;
-  std::optional<std::string> error;
+  int64_t line_number = 0;
+  Json id;                           // echoed in the output when the line had one
+  std::optional<std::string> error;  // the line could not become a request
   Request request;
 };
 
-void flush(Engine& engine, std::vector<Pending>& pending, std::ostream& out) {
+std::string output_line(const Pending& p, const Result* result) {
+  const std::optional<std::string> error = p.error ? p.error : (result->ok() ? std::nullopt : std::optional(result->error));
+  Json line = Json::object();
+  if (error) {
+    line["line"] = p.line_number;
+    if (!p.id.is_null()) line["id"] = p.id;
+    line["error"] = *error;
+    return dump_json(line);
+  }
+  return dump_json(result_line(p.id, *result));
+}
+
+class LineWriter {
+ public:
+  LineWriter(const std::string& path, bool append) {
+    if (path.empty() || path == "-") return;
+    file_ = std::fopen(path.c_str(), append ? "ab" : "wb");
+    if (!file_) throw IoError("cannot open --output " + path + " for writing");
+    path_ = path;
+  }
+  ~LineWriter() {
+    if (file_) std::fclose(file_);
+  }
+  LineWriter(const LineWriter&) = delete;
+  LineWriter& operator=(const LineWriter&) = delete;
+
+  // Each line reaches the OS at once: a crash loses nothing already written (--resume relies on it).
+  void write(const std::string& line) {
+    std::FILE* f = file_ ? file_ : stdout;
+    if (std::fwrite(line.data(), 1, line.size(), f) != line.size() || std::fputc('\n', f) == EOF || std::fflush(f) != 0) {
+      throw IoError("cannot write to " + (file_ ? path_ : std::string("stdout")));
+    }
+  }
+
+ private:
+  std::FILE* file_ = nullptr;
+  std::string path_;
+};
+
+Pending parse_pending(const std::string& text, int64_t line_number, const Options& base, const ExtractFlags& f) {
+  Pending p;
+  p.line_number = line_number;
+  try {
+    if (text.find_first_not_of(" \t\r") == std::string::npos) throw InputError("empty line");
+    Json j = Json::parse(text);
+    if (j.is_object() && j.contains("id")) p.id = j["id"];
+    // Command-line --schema / --task serve lines that name neither.
+    if (j.is_object() && !j.contains("schema") && !j.contains("task")) {
+      if (!f.schema.empty()) j["schema"] = Json::parse(f.schema);
+      if (!f.task.task.empty()) {
+        j["task"] = f.task.task;
+        if (!f.task.labels.empty()) j["labels"] = f.task.labels;
+        if (!f.task.text2.empty()) j["text2"] = f.task.text2;
+        if (!f.task.question.empty()) j["question"] = f.task.question;
+      }
+    }
+    p.request = request_from_json(j, base);
+  } catch (const Json::exception& e) {
+    p.error = std::string("invalid JSON: ") + e.what();
+  } catch (const Error& e) {
+    p.error = e.what();
+  }
+  return p;
+}
+
+void run_pending(Engine& engine, std::vector<Pending>& pending, LineWriter& out) {
   std::vector<Request> requests;
   std::vector<size_t> index;
   for (size_t i = 0; i < pending.size(); ++i) {
-    if (!pending[i].error) {
-      index.push_back(i);
-      requests.push_back(std::move(pending[i].request));
-    }
+    if (pending[i].error) continue;
+    index.push_back(i);
+    requests.push_back(std::move(pending[i].request));
   }
-  std::vector<Result> results = engine.extract_batch(requests);
-  std::vector<std::optional<Result>> by_line(pending.size());
-  for (size_t k = 0; k < index.size(); ++k) by_line[index[k]] = std::move(results[k]);
-  for (size_t i = 0; i < pending.size(); ++i) {
-    const Pending& p = pending[i];
-    const std::optional<std::string> error = p.error ? p.error : (by_line[i]->ok() ? std::nullopt : std::optional(by_line[i]->error));
-    if (error) {
-      Json e = {{"line", p.line_number}};
-      if (!p.id.is_null()) e["id"] = p.id;
-      e["error"] = *error;
-      out << dump(e) << '\n';
-      continue;
-    }
-    Json r = Json::parse(by_line[i]->to_json());
-    Json line = Json::object();
-    if (!p.id.is_null()) line["id"] = p.id;
-    for (auto it = r.begin(); it != r.end(); ++it) line[it.key()] = it.value();
-    out << dump(line) << '\n';
-  }
-  out.flush();
+  const std::vector<Result> results = engine.extract_batch(requests);
+  std::vector<const Result*> by_line(pending.size(), nullptr);
+  for (size_t k = 0; k < index.size(); ++k) by_line[index[k]] = &results[k];
+  for (size_t i = 0; i < pending.size(); ++i) out.write(output_line(pending[i], by_line[i]));
   pending.clear();
 }
 
-int run_extract(const std::string& model, const std::string& input) {
-  Engine engine = Engine::load(model.empty() ? default_model_dir() : std::filesystem::path(model));
-  for (const auto& w : engine.load_warnings()) std::cerr << "warning: " << w << '\n';
+void run_lines(const ExtractFlags& f) {
+  if (f.batch_size < 1) throw InputError("--batch-size must be >= 1");
+  const bool to_file = !f.output.empty() && f.output != "-";
+  if (f.resume && !to_file) throw InputError("--resume needs --output FILE (it continues that file)");
+  const bool from_file = !f.input.empty() && f.input != "-";
+  if (f.resume && !from_file) throw InputError("--resume needs --input FILE (it skips the lines already done)");
+  if (from_file && to_file && std::filesystem::exists(f.output) &&
+      std::filesystem::equivalent(f.input, f.output)) {
+    throw InputError("--input and --output are the same file");
+  }
+  if (!f.schema.empty() && !Json::accept(f.schema)) throw InputError("--schema is not valid JSON");
+  const Options base = base_options(f);
+
   std::ifstream file;
-  if (!input.empty() && input != "-") {
-    file.open(input);
-    if (!file) throw IoError("cannot open --input " + input);
+  int64_t bytes_total = 0;
+  if (from_file) {
+    file.open(f.input, std::ios::binary);
+    if (!file) throw IoError("cannot open --input " + f.input);
+    bytes_total = static_cast<int64_t>(std::filesystem::file_size(f.input));
   }
-  std::istream& in = file.is_open() ? static_cast<std::istream&>(file) : std::cin;
-  std::vector<Pending> pending;
-  std::string line;
-  size_t line_number = 0;
-  while (std::getline(in, line)) {
+  std::istream& in = from_file ? static_cast<std::istream&>(file) : std::cin;
+
+  // --resume: skip as many input lines as the output already has complete lines.
+  const int64_t done = f.resume ? keep_complete_lines(f.output) : 0;
+  std::string text;
+  int64_t line_number = 0, bytes = 0;
+  while (line_number < done && std::getline(in, text)) {
     ++line_number;
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    Pending p{line_number, nullptr, std::nullopt, {}};
-    try {
-      const Json j = Json::parse(line);
-      if (j.is_object() && j.contains("id")) p.id = j["id"];
-      p.request = parse_line(line);
-    } catch (const Json::exception& e) {
-      p.error = std::string("invalid JSON: ") + e.what();
-    } catch (const Error& e) {
-      p.error = e.what();
-    }
-    pending.push_back(std::move(p));
-    if (pending.size() >= kLinesPerBatch) flush(engine, pending, std::cout);
+    bytes += static_cast<int64_t>(text.size()) + 1;
   }
-  flush(engine, pending, std::cout);
-  return 0;
+  if (line_number < done) {
+    throw InputError("--resume: " + f.output + " has " + std::to_string(done) + " lines but " + f.input + " only " +
+                     std::to_string(line_number) + ": not the output of this input?");
+  }
+  if (f.resume && done > 0) std::cerr << "resuming after line " << done << '\n';
+
+  Engine engine = load_engine(f.model);
+  LineWriter out(f.output, f.resume);
+  std::optional<ProgressBar> progress;
+  if (!f.no_progress && is_terminal(stderr)) progress.emplace(stderr, bytes_total, bytes);
+
+  std::vector<Pending> pending;
+  int64_t lines_this_run = 0;
+  auto run_batch = [&] {
+    lines_this_run += static_cast<int64_t>(pending.size());
+    run_pending(engine, pending, out);
+    if (progress) progress->update(lines_this_run, bytes);
+  };
+  while (std::getline(in, text)) {
+    ++line_number;
+    bytes += static_cast<int64_t>(text.size()) + 1;
+    pending.push_back(parse_pending(text, line_number, base, f));
+    if (pending.size() >= static_cast<size_t>(f.batch_size)) run_batch();
+  }
+  if (in.bad()) throw IoError("error while reading " + (from_file ? f.input : std::string("stdin")));
+  if (!pending.empty()) run_batch();
+  if (progress) progress->finish();
 }
 
 }  // namespace
 
 void add_extract_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("extract", "Schema-guided extraction / classification over JSON lines");
-  auto model = std::make_shared<std::string>();
-  auto input = std::make_shared<std::string>();
-  cmd->add_option("--model", *model, "model directory (default: the bundled model)");
-  cmd->add_option("--input", *input, "JSON lines file (default: stdin)");
-  cmd->callback([model, input]() {
-    try {
-      run_extract(*model, *input);
-    } catch (const Error& e) {
-      std::cerr << "rexnlu extract: " << e.what() << '\n';
-      throw CLI::RuntimeError(1);
-    }
+  auto* cmd = app.add_subcommand("extract",
+                                 "Extract / classify one TEXT (readable output; --json for JSON), or JSON lines from "
+                                 "--input/stdin (one result line per input line)");
+  auto f = std::make_shared<ExtractFlags>();
+  cmd->add_option("text", f->text, "the text (omit to read JSON lines from --input or stdin)");
+  add_model_option(*cmd, f->model);
+  cmd->add_option("--schema", f->schema, R"(schema JSON, e.g. '{"人物": null, "组织机构": null}')");
+  cmd->add_option("--task", f->task.task, "task preset instead of a schema: " + [] {
+    std::string names;
+    for (const auto& n : uie::task_names()) names += (names.empty() ? "" : " ") + n;
+    return names;
+  }());
+  cmd->add_option("--labels", f->task.labels, "the task's types / labels (repeat or separate with commas)")
+      ->delimiter(',');
+  cmd->add_option("--text2", f->task.text2, "second text (nli, matching)");
+  cmd->add_option("--question", f->task.question, "question (mrc)");
+  cmd->add_option("--options", f->options_json, R"(extraction options JSON, e.g. '{"link_threshold": 0.5}' (docs/options.md))");
+  cmd->add_flag("--json", f->json, "TEXT mode: print the engine's JSON instead of the readable view");
+  cmd->add_option("--color", f->color, "TEXT mode: highlight spans with ANSI colors")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->capture_default_str();
+  cmd->add_option("--input", f->input, "JSON lines {\"id\"?, \"text\", \"schema\" | \"task\"..., \"options\"?} (default: stdin)");
+  cmd->add_option("--output", f->output, "where result lines go (default: stdout)");
+  cmd->add_flag("--resume", f->resume, "continue an interrupted run: keep --output's complete lines, skip that many input lines, append");
+  cmd->add_option("--batch-size", f->batch_size, "lines per engine batch")->capture_default_str();
+  cmd->add_flag("--no-progress", f->no_progress, "no progress bar (it is only shown when stderr is a terminal)");
+  cmd->callback([f] {
+    run_command("extract", [&] {
+      const bool single = !f->text.empty();
+      if (single && (!f->input.empty() || !f->output.empty() || f->resume)) {
+        throw InputError("give either a TEXT or --input/--output/--resume, not both");
+      }
+      if (single) {
+        run_single(*f);
+      } else {
+        run_lines(*f);
+      }
+    });
   });
 }
 

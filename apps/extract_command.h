@@ -1,5 +1,7 @@
-// `rexnlu extract`: JSON lines in ({"id"?, "text", "schema" | "task" + arguments, "options"?}),
-// one JSON result per line out, in order.
+// `rexnlu extract`:
+//   rexnlu extract TEXT --schema JSON | --task NAME [...]   one text: readable output (--json: JSON)
+//   rexnlu extract [--input FILE] [--output FILE] [--resume] JSON lines in, one result line per
+//   input line out, in order ({"line": N, "error": ...} for a bad line).
 #pragma once
 
 #include <CLI/CLI.hpp>
