@@ -7,6 +7,7 @@
 #include "eval_command.h"
 #include "extract_command.h"
 #include "info_command.h"
+#include "serve_command.h"
 #include "tokenize_command.h"
 
 int main(int argc, char** argv) {
@@ -16,6 +17,7 @@ int main(int argc, char** argv) {
   rexnlu::apps::add_eval_command(app);
   rexnlu::apps::add_info_command(app);
   rexnlu::apps::add_bench_command(app);
+  rexnlu::apps::add_serve_command(app);
   rexnlu::apps::add_tokenize_command(app);
   CLI11_PARSE(app, argc, argv);
   return 0;

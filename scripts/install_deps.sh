@@ -13,6 +13,10 @@ packages=(
   libcpp-httplib-dev                     # HTTP service
   libgtest-dev libbenchmark-dev          # tests and micro-benchmarks
   python3-numpy                          # regenerates the full-size random-weight test checkpoint
+  chromium                               # browser test of the web page (tests/browser), headless
+  fonts-wqy-microhei                     # a CJK font, so the page's screenshots show Chinese text
+  nodejs                                 # runs the browser test (playwright-core via npm ci); these machines ship 20
+  wrk                                    # HTTP load generator of bench/load_test.sh
 )
 missing=()
 for p in "${packages[@]}"; do

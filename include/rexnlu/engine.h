@@ -24,6 +24,14 @@ struct Request {
   Options options;
 };
 
+// Wall time of one extract_batch call by stage (for the HTTP service's metrics).
+struct BatchTimings {
+  double tokenize_seconds = 0;  // parsing schemas and tokenizing the request texts
+  double forward_seconds = 0;   // model forward passes
+  double decode_seconds = 0;    // everything else: prompts, link decoding, recursion bookkeeping
+  int64_t forward_calls = 0;
+};
+
 class Engine {
  public:
   // Reads vocab.txt (+ the 4 added tokens), config.json and model.safetensors or
@@ -40,7 +48,11 @@ class Engine {
 
   // All requests share one model forward per recursion level. A bad request gets Result::error
   // and does not affect the others.
-  std::vector<Result> extract_batch(const std::vector<Request>& requests);
+  std::vector<Result> extract_batch(const std::vector<Request>& requests, BatchTimings* timings = nullptr);
+
+  // Tokens of `text` alone, without prompt or special tokens (the HTTP batcher's token budget
+  // counts these). Safe to call from other threads while an extract runs.
+  int64_t count_tokens(std::string_view text) const;
 
   const std::vector<std::string>& load_warnings() const;  // e.g. unused tensors in the checkpoint
   int64_t forward_calls() const;                          // model forward passes so far

@@ -1,0 +1,107 @@
+#include "serve_command.h"
+
+#include <csignal>
+#include <iostream>
+#include <memory>
+#include <unistd.h>
+#include <thread>
+
+#include "rexnlu/default_model.h"
+#include "server/http_server.h"
+
+namespace rexnlu::apps {
+namespace {
+
+struct ServeArgs {
+  std::string model;
+  server::ServerConfig config;
+  int64_t deadline_ms = 30000;
+  int64_t batch_wait_us = 0;
+};
+
+// SIGTERM / SIGINT: the handler only writes to a pipe (async-signal-safe; any thread may run it,
+// OpenBLAS starts threads before main), and a waiter thread reads it and calls HttpServer::stop().
+int g_signal_pipe[2] = {-1, -1};
+
+extern "C" void on_stop_signal(int signal_number) {
+  const unsigned char byte = static_cast<unsigned char>(signal_number);
+  [[maybe_unused]] const ssize_t n = write(g_signal_pipe[1], &byte, 1);
+}
+
+int run_serve(ServeArgs& args) {
+  if (pipe(g_signal_pipe) != 0) throw IoError("cannot create the signal pipe");
+  struct sigaction action {};
+  action.sa_handler = on_stop_signal;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGTERM, &action, nullptr);
+  sigaction(SIGINT, &action, nullptr);
+  signal(SIGPIPE, SIG_IGN);  // a client that hangs up must not end the process
+
+  const std::filesystem::path model_dir = args.model.empty() ? default_model_dir() : std::filesystem::path(args.model);
+  args.config.model_path = model_dir.string();
+  args.config.deadline = std::chrono::milliseconds(args.deadline_ms);
+  args.config.batcher.max_wait = std::chrono::microseconds(args.batch_wait_us);
+  server::HttpServer server(args.config);
+  const int port = server.bind();
+  // Tests and scripts read this line to find an ephemeral port (--port 0).
+  std::cout << "rexnlu serve: listening on http://" << args.config.host << ":" << port << std::endl;
+
+  // /health answers 503 while this runs.
+  std::thread loader([&server, model_dir] {
+    try {
+      auto engine = std::make_unique<Engine>(Engine::load(model_dir));
+      for (const auto& w : engine->load_warnings()) std::cerr << "rexnlu serve: warning: " << w << '\n';
+      server.set_engine(std::move(engine));
+      std::cerr << "rexnlu serve: model loaded from " << model_dir.string() << std::endl;
+    } catch (const std::exception& e) {
+      std::cerr << "rexnlu serve: cannot load the model: " << e.what() << std::endl;
+      server.set_load_error(e.what());
+    }
+  });
+  std::thread signal_waiter([&server] {
+    unsigned char byte = 0;
+    if (read(g_signal_pipe[0], &byte, 1) == 1 && byte != 0) {
+      std::cerr << "rexnlu serve: signal " << int{byte} << ", finishing requests in flight" << std::endl;
+    }
+    server.stop();
+  });
+
+  server.listen();  // returns after stop(), once the accepted requests are answered
+  loader.join();
+  server.shutdown_batcher();
+  // listen() also returns when the socket fails, with no signal: wake the waiter to join it.
+  const unsigned char none = 0;
+  [[maybe_unused]] const ssize_t n = write(g_signal_pipe[1], &none, 1);
+  signal_waiter.join();
+  std::cerr << "rexnlu serve: stopped" << std::endl;
+  return 0;
+}
+
+}  // namespace
+
+void add_serve_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("serve", "HTTP service: POST /v1/extract, a web page at /, /metrics (docs/http_api.md)");
+  auto args = std::make_shared<ServeArgs>();
+  server::ServerConfig& c = args->config;
+  cmd->add_option("--model", args->model, "model directory (default: the bundled model)");
+  cmd->add_option("--host", c.host, "address to bind")->capture_default_str();
+  cmd->add_option("--port", c.port, "TCP port (0 = any free port, printed on stdout)")->capture_default_str();
+  cmd->add_option("--api-key", c.api_key, "require \"Authorization: Bearer KEY\" on every route but /health");
+  cmd->add_option("--max-body-bytes", c.max_body_bytes, "larger request bodies get 413")->capture_default_str();
+  cmd->add_option("--max-texts", c.max_texts, "texts per request at most")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--max-queue", c.batcher.max_queue, "texts waiting at most; past it 429")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--token-budget", c.batcher.token_budget, "text tokens per batch at most")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--deadline-ms", args->deadline_ms, "per-request deadline; past it 504")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--batch-wait-us", args->batch_wait_us, "how long an idle batcher waits for more requests")->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--threads", c.threads, "HTTP handler threads")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->callback([args]() {
+    try {
+      run_serve(*args);
+    } catch (const Error& e) {
+      std::cerr << "rexnlu serve: " << e.what() << '\n';
+      throw CLI::RuntimeError(1);
+    }
+  });
+}
+
+}  // namespace rexnlu::apps

@@ -1,0 +1,141 @@
+#include "server/batcher.h"
+
+#include <algorithm>
+
+namespace rexnlu::server {
+
+struct Batcher::Job {
+  std::vector<Request> requests;
+  int64_t tokens = 0;
+  Clock::time_point enqueued, deadline;
+  // Guarded by Batcher::mutex_.
+  std::condition_variable finished;
+  bool done = false;
+  std::vector<Result> results;
+};
+
+Batcher::Batcher(BatcherConfig config, RunBatch run_batch, Metrics& metrics)
+    : config_(config), run_batch_(std::move(run_batch)), metrics_(metrics), worker_([this] { work(); }) {}
+
+Batcher::~Batcher() { stop(); }
+
+void Batcher::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (worker_.joinable()) worker_.join();
+}
+
+Batcher::Outcome Batcher::run(std::vector<Request> requests, int64_t tokens, Clock::time_point deadline) {
+  auto job = std::make_shared<Job>();
+  const auto texts = static_cast<int64_t>(requests.size());
+  job->requests = std::move(requests);
+  job->tokens = tokens;
+  job->enqueued = Clock::now();
+  job->deadline = deadline;
+
+  std::unique_lock lock(mutex_);
+  if (stopping_) return {Status::kStopped, {}};
+  if (queued_texts_ + texts > config_.max_queue) return {Status::kQueueFull, {}};
+  queue_.push_back(job);
+  queued_texts_ += texts;
+  metrics_.queue_depth.store(queued_texts_);
+  wake_.notify_one();
+
+  if (!job->finished.wait_until(lock, deadline, [&] { return job->done; })) {
+    // Still queued: take it out so it never runs. Already running: its results are dropped.
+    const auto it = std::find(queue_.begin(), queue_.end(), job);
+    if (it != queue_.end()) {
+      queue_.erase(it);
+      queued_texts_ -= texts;
+      metrics_.queue_depth.store(queued_texts_);
+    }
+    return {Status::kDeadline, {}};
+  }
+  return {Status::kOk, std::move(job->results)};
+}
+
+std::vector<std::shared_ptr<Batcher::Job>> Batcher::take_batch(std::unique_lock<std::mutex>& lock) {
+  wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+  if (queue_.empty()) return {};
+  if (config_.max_wait.count() > 0 && !stopping_) {
+    // Give concurrent callers a moment to join this batch, unless the budget is already full.
+    auto queued_tokens = [&] {
+      int64_t t = 0;
+      for (const auto& j : queue_) t += j->tokens;
+      return t;
+    };
+    wake_.wait_until(lock, Clock::now() + config_.max_wait,
+                     [&] { return stopping_ || queue_.empty() || queued_tokens() >= config_.token_budget; });
+  }
+  std::vector<std::shared_ptr<Job>> batch;
+  int64_t tokens = 0;
+  const Clock::time_point now = Clock::now();
+  while (!queue_.empty()) {
+    const std::shared_ptr<Job>& job = queue_.front();
+    // Strict FIFO: the first job that does not fit ends the batch (one job always fits).
+    if (!batch.empty() && tokens + job->tokens > config_.token_budget) break;
+    queued_texts_ -= static_cast<int64_t>(job->requests.size());
+    if (job->deadline > now) {  // an expired job's caller answers 504 itself
+      tokens += job->tokens;
+      batch.push_back(job);
+    }
+    queue_.pop_front();
+  }
+  metrics_.queue_depth.store(queued_texts_);
+  return batch;
+}
+
+void Batcher::work() {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    std::vector<std::shared_ptr<Job>> batch = take_batch(lock);
+    if (batch.empty()) {
+      if (stopping_ && queue_.empty()) return;
+      continue;
+    }
+    std::vector<Request> requests;
+    int64_t tokens = 0;
+    const Clock::time_point start = Clock::now();
+    for (const auto& job : batch) {
+      for (Request& r : job->requests) requests.push_back(std::move(r));
+      tokens += job->tokens;
+      metrics_.observe_stage(Stage::kQueue, std::chrono::duration<double>(start - job->enqueued).count());
+    }
+    lock.unlock();
+
+    BatchTimings timings;
+    std::vector<Result> results;
+    try {
+      results = run_batch_(requests, timings);
+    } catch (...) {
+      results.clear();
+    }
+    if (results.size() != requests.size()) {  // the engine threw: fail the batch, keep serving
+      results.assign(requests.size(), Result{});
+      for (Result& r : results) {
+        r.error = "internal error while running the batch";
+        r.error_kind = ErrorKind::kInternal;
+      }
+    }
+    metrics_.observe_stage(Stage::kTokenize, timings.tokenize_seconds);
+    metrics_.observe_stage(Stage::kForward, timings.forward_seconds);
+    metrics_.observe_stage(Stage::kDecode, timings.decode_seconds);
+    metrics_.observe_batch(requests.size(), tokens, timings.forward_calls);
+
+    lock.lock();
+    size_t next = 0;
+    for (const auto& job : batch) {
+      const size_t n = job->requests.size();
+      job->results.assign(std::make_move_iterator(results.begin() + static_cast<std::ptrdiff_t>(next)),
+                          std::make_move_iterator(results.begin() + static_cast<std::ptrdiff_t>(next + n)));
+      next += n;
+      job->done = true;
+      job->finished.notify_one();
+    }
+  }
+}
+
+}  // namespace rexnlu::server

@@ -1,0 +1,71 @@
+// Dynamic batcher: HTTP handler threads hand in jobs (one or more texts with a schema), one worker
+// thread takes whatever is queued, within a token budget, and runs it as ONE extract_batch call,
+// so sequences of concurrent requests at the same recursion level share model forwards.
+// The queue is bounded (callers get kQueueFull -> 429) and each job has a deadline (kDeadline -> 504).
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "rexnlu/engine.h"
+#include "server/metrics.h"
+
+namespace rexnlu::server {
+
+struct BatcherConfig {
+  int64_t max_queue = 256;       // texts waiting at most; more -> kQueueFull
+  int64_t token_budget = 8192;   // text tokens per batch at most (a larger single job runs alone)
+  // How long the worker waits for more jobs after the first one arrives when idle. 0 = batch
+  // only what queued up while the previous batch ran (no added latency at low load).
+  std::chrono::microseconds max_wait{0};
+};
+
+class Batcher {
+ public:
+  using Clock = std::chrono::steady_clock;
+  // Runs one batch; the server passes Engine::extract_batch, tests a fake.
+  using RunBatch = std::function<std::vector<Result>(const std::vector<Request>&, BatchTimings&)>;
+
+  enum class Status { kOk, kQueueFull, kDeadline, kStopped };
+  struct Outcome {
+    Status status = Status::kOk;
+    std::vector<Result> results;  // one per request, when kOk
+  };
+
+  Batcher(BatcherConfig config, RunBatch run_batch, Metrics& metrics);
+  ~Batcher();  // stop()
+  Batcher(const Batcher&) = delete;
+  Batcher& operator=(const Batcher&) = delete;
+
+  // Queues the requests as one job and blocks until they ran or the deadline passed. `tokens` is
+  // what the job counts against the token budget.
+  Outcome run(std::vector<Request> requests, int64_t tokens, Clock::time_point deadline);
+
+  // Finishes the jobs already queued, then stops the worker; later run() calls get kStopped.
+  void stop();
+
+ private:
+  struct Job;
+  void work();
+  std::vector<std::shared_ptr<Job>> take_batch(std::unique_lock<std::mutex>& lock);
+
+  const BatcherConfig config_;
+  const RunBatch run_batch_;
+  Metrics& metrics_;
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::shared_ptr<Job>> queue_;
+  int64_t queued_texts_ = 0;
+  bool stopping_ = false;
+  std::thread worker_;
+};
+
+}  // namespace rexnlu::server

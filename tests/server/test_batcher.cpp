@@ -1,0 +1,193 @@
+// The batcher over a fake engine: concurrent jobs share one batch, the token budget splits
+// batches, a full queue refuses, a deadline gives up without running the job, stop() drains.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <future>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "server/batcher.h"
+
+namespace rexnlu::server {
+namespace {
+
+using namespace std::chrono_literals;
+
+// A fake engine: records batch sizes, answers each request with its own text as the span, and
+// can be held closed so that jobs pile up in the queue.
+class FakeEngine {
+ public:
+  Batcher::RunBatch runner() {
+    return [this](const std::vector<Request>& requests, BatchTimings& timings) {
+      {
+        std::unique_lock lock(mutex_);
+        ++entered_;
+        changed_.notify_all();
+        changed_.wait(lock, [&] { return open_; });
+        batches_.push_back(requests.size());
+      }
+      if (!requests.empty() && requests[0].text == "throw") throw std::runtime_error("boom");
+      timings.forward_calls = 1;
+      std::vector<Result> out(requests.size());
+      for (size_t i = 0; i < requests.size(); ++i) out[i].paths = {{Span{"t", requests[i].text, 0, 1, 1}}};
+      return out;
+    };
+  }
+  void hold() { set_open(false); }
+  void release() { set_open(true); }
+  void wait_entered(int n) {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] { return entered_ >= n; });
+  }
+  std::vector<size_t> batches() {
+    std::lock_guard lock(mutex_);
+    return batches_;
+  }
+
+ private:
+  void set_open(bool open) {
+    std::lock_guard lock(mutex_);
+    open_ = open;
+    changed_.notify_all();
+  }
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool open_ = true;
+  int entered_ = 0;
+  std::vector<size_t> batches_;
+};
+
+std::vector<Request> texts(std::initializer_list<const char*> list) {
+  std::vector<Request> out;
+  for (const char* t : list) out.push_back(Request{t, "{}", {}});
+  return out;
+}
+
+Batcher::Clock::time_point in(std::chrono::milliseconds ms) { return Batcher::Clock::now() + ms; }
+
+// Starts a job on another thread; returns its future outcome.
+std::future<Batcher::Outcome> start(Batcher& b, std::vector<Request> r, int64_t tokens,
+                                    std::chrono::milliseconds deadline = 30s) {
+  return std::async(std::launch::async, [&b, r = std::move(r), tokens, deadline]() mutable {
+    return b.run(std::move(r), tokens, in(deadline));
+  });
+}
+
+void wait_queue_depth(Metrics& m, int64_t depth) {
+  while (m.queue_depth.load() != depth) std::this_thread::sleep_for(1ms);
+}
+
+TEST(Batcher, ConcurrentJobsShareOneBatchAndGetTheirOwnResults) {
+  Metrics metrics;
+  FakeEngine engine;
+  Batcher batcher({}, engine.runner(), metrics);
+  engine.hold();
+  auto first = start(batcher, texts({"a"}), 1);
+  engine.wait_entered(1);  // the worker is busy with "a"; the next jobs queue up
+  std::vector<std::future<Batcher::Outcome>> rest;
+  rest.push_back(start(batcher, texts({"b", "c"}), 2));
+  rest.push_back(start(batcher, texts({"d"}), 1));
+  rest.push_back(start(batcher, texts({"e"}), 1));
+  wait_queue_depth(metrics, 4);
+  engine.release();
+  EXPECT_EQ(first.get().results.at(0).paths.at(0).at(0).span, "a");
+  std::vector<std::string> got;
+  for (auto& f : rest) {
+    Batcher::Outcome o = f.get();
+    ASSERT_EQ(o.status, Batcher::Status::kOk);
+    for (const Result& r : o.results) got.push_back(r.paths.at(0).at(0).span);
+  }
+  EXPECT_EQ(got, (std::vector<std::string>{"b", "c", "d", "e"}));
+  EXPECT_EQ(engine.batches(), (std::vector<size_t>{1, 4}));
+  EXPECT_EQ(metrics.batch_size().count(), 2u);
+}
+
+TEST(Batcher, TokenBudgetSplitsBatchesInArrivalOrder) {
+  Metrics metrics;
+  FakeEngine engine;
+  BatcherConfig config;
+  config.token_budget = 10;
+  Batcher batcher(config, engine.runner(), metrics);
+  engine.hold();
+  auto blocker = start(batcher, texts({"x"}), 1);
+  engine.wait_entered(1);
+  std::vector<std::future<Batcher::Outcome>> jobs;
+  for (int i = 0; i < 5; ++i) {
+    jobs.push_back(start(batcher, texts({"j"}), 4));
+    wait_queue_depth(metrics, i + 1);  // keep the arrival order fixed
+  }
+  jobs.push_back(start(batcher, texts({"big"}), 50));  // over the budget alone: runs alone
+  wait_queue_depth(metrics, 6);
+  engine.release();
+  for (auto& f : jobs) EXPECT_EQ(f.get().status, Batcher::Status::kOk);
+  blocker.get();
+  EXPECT_EQ(engine.batches(), (std::vector<size_t>{1, 2, 2, 1, 1}));
+}
+
+TEST(Batcher, FullQueueRefusesAndRecovers) {
+  Metrics metrics;
+  FakeEngine engine;
+  BatcherConfig config;
+  config.max_queue = 2;
+  Batcher batcher(config, engine.runner(), metrics);
+  engine.hold();
+  auto running = start(batcher, texts({"a"}), 1);
+  engine.wait_entered(1);
+  auto queued = start(batcher, texts({"b", "c"}), 2);
+  wait_queue_depth(metrics, 2);
+  EXPECT_EQ(batcher.run(texts({"d"}), 1, in(30s)).status, Batcher::Status::kQueueFull);
+  engine.release();
+  EXPECT_EQ(queued.get().status, Batcher::Status::kOk);
+  running.get();
+  EXPECT_EQ(batcher.run(texts({"d"}), 1, in(30s)).status, Batcher::Status::kOk);
+}
+
+TEST(Batcher, DeadlinePassedInTheQueueNeverRuns) {
+  Metrics metrics;
+  FakeEngine engine;
+  Batcher batcher({}, engine.runner(), metrics);
+  engine.hold();
+  auto running = start(batcher, texts({"a"}), 1);
+  engine.wait_entered(1);
+  EXPECT_EQ(batcher.run(texts({"late"}), 1, in(20ms)).status, Batcher::Status::kDeadline);
+  EXPECT_EQ(metrics.queue_depth.load(), 0);  // taken out of the queue
+  engine.release();
+  running.get();
+  EXPECT_EQ(batcher.run(texts({"b"}), 1, in(30s)).status, Batcher::Status::kOk);
+  EXPECT_EQ(engine.batches(), (std::vector<size_t>{1, 1}));  // "late" never ran
+}
+
+TEST(Batcher, EngineExceptionFailsOnlyThatBatch) {
+  Metrics metrics;
+  FakeEngine engine;
+  Batcher batcher({}, engine.runner(), metrics);
+  Batcher::Outcome o = batcher.run(texts({"throw"}), 1, in(30s));
+  ASSERT_EQ(o.status, Batcher::Status::kOk);
+  ASSERT_EQ(o.results.size(), 1u);
+  EXPECT_FALSE(o.results[0].ok());
+  EXPECT_EQ(o.results[0].error_kind, ErrorKind::kInternal);
+  EXPECT_TRUE(batcher.run(texts({"fine"}), 1, in(30s)).results.at(0).ok());
+}
+
+TEST(Batcher, StopFinishesQueuedJobsThenRefuses) {
+  Metrics metrics;
+  FakeEngine engine;
+  Batcher batcher({}, engine.runner(), metrics);
+  engine.hold();
+  auto running = start(batcher, texts({"a"}), 1);
+  engine.wait_entered(1);
+  auto queued = start(batcher, texts({"b"}), 1);
+  wait_queue_depth(metrics, 1);
+  std::thread stopper([&] { batcher.stop(); });
+  engine.release();
+  stopper.join();
+  EXPECT_EQ(running.get().status, Batcher::Status::kOk);
+  EXPECT_EQ(queued.get().status, Batcher::Status::kOk);
+  EXPECT_EQ(batcher.run(texts({"c"}), 1, in(30s)).status, Batcher::Status::kStopped);
+}
+
+}  // namespace
+}  // namespace rexnlu::server
