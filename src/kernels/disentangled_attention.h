@@ -6,9 +6,8 @@
 // positions that occur in this sequence, then gathered: no per-pair copies of Kr/Qr rows.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
-
-#include "tensor/workspace.h"
 
 namespace rexnlu::kernels::cpu {
 
@@ -29,9 +28,16 @@ struct DisentangledAttentionArgs {
   float scale = 1.0f;                      // float32(sqrt(head_dim * 3))
   float* out = nullptr;                    // [L, heads*head_dim], row stride ld_out
   int ld_out = 0;
+  float* scratch = nullptr;  // disentangled_attention_scratch_floats(...) floats, reusable across calls
+  size_t scratch_floats = 0;
 };
 
-// Heads run in parallel on the worker threads; scratch comes from `ws` (not reset here).
-void disentangled_attention(const DisentangledAttentionArgs& args, Workspace& ws);
+// Scratch for sequences of up to max_length tokens with the current worker-thread count: one
+// score matrix and the two relative-position products per thread.
+size_t disentangled_attention_scratch_floats(int max_length, int rel_rows);
+
+// Heads run in parallel on the worker threads. Throws rexnlu::Error (kInternal) when the
+// scratch is too small.
+void disentangled_attention(const DisentangledAttentionArgs& args);
 
 }  // namespace rexnlu::kernels::cpu

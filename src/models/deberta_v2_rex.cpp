@@ -106,14 +106,21 @@ void DebertaV2RexEncoder::forward(const PackedBatch& batch, float* h, Workspace&
     std::copy_n(word_embeddings_.data() + static_cast<size_t>(batch.ids[t]) * H, H, emb + t * H);
   kc::layer_norm(emb, nullptr, emb_ln_gamma_.data(), emb_ln_beta_.data(), eps_, T, hidden_, emb);
 
+  // One attention scratch for every sequence of every layer.
+  int max_len = 0;
+  for (int b = 0; b < batch.num_sequences(); ++b) max_len = std::max(max_len, batch.length(b));
+  const size_t scratch_floats = kc::disentangled_attention_scratch_floats(max_len, rel_rows_);
+  float* scratch = ws.alloc<float>(scratch_floats);
+
   std::copy_n(emb, T * H, h);
   for (size_t l = 0; l < layers_.size(); ++l) {
-    run_layer(layers_[l], batch, h, ws);
+    run_layer(layers_[l], batch, h, scratch, scratch_floats, ws);
     if (l == 0) run_conv(batch, emb, h, ws);
   }
 }
 
-void DebertaV2RexEncoder::run_layer(const Layer& L, const PackedBatch& batch, float* h, Workspace& ws) const {
+void DebertaV2RexEncoder::run_layer(const Layer& L, const PackedBatch& batch, float* h, float* attn_scratch,
+                                    size_t attn_scratch_floats, Workspace& ws) const {
   const int T = batch.rows();
   const size_t H = static_cast<size_t>(hidden_);
   float* qkv = ws.alloc<float>(T * 3 * H);
@@ -139,7 +146,9 @@ void DebertaV2RexEncoder::run_layer(const Layer& L, const PackedBatch& batch, fl
     a.scale = scale_;
     a.out = ctx + row0 * H;
     a.ld_out = hidden_;
-    kc::disentangled_attention(a, ws);
+    a.scratch = attn_scratch;
+    a.scratch_floats = attn_scratch_floats;
+    kc::disentangled_attention(a);
   }
 
   // a = LayerNorm(ctx Wo^T + bo + h), written over ctx.

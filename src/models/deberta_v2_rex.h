@@ -36,7 +36,8 @@ class DebertaV2RexEncoder {
     std::vector<float> out_weight, out_bias, out_ln_gamma, out_ln_beta;
   };
 
-  void run_layer(const Layer& layer, const PackedBatch& batch, float* h, Workspace& ws) const;
+  void run_layer(const Layer& layer, const PackedBatch& batch, float* h, float* attn_scratch,
+                 size_t attn_scratch_floats, Workspace& ws) const;
   void run_conv(const PackedBatch& batch, const float* emb, float* h, Workspace& ws) const;
 
   int hidden_ = 0, heads_ = 0, head_dim_ = 0, intermediate_ = 0, rel_rows_ = 0, vocab_rows_ = 0;

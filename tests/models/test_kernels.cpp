@@ -16,6 +16,7 @@
 #include "kernels/layer_norm.h"
 #include "kernels/rotary.h"
 #include "kernels/softmax.h"
+#include "rexnlu/error.h"
 #include "tensor/workspace.h"
 
 namespace rexnlu::kernels::cpu {
@@ -244,9 +245,13 @@ TEST(DisentangledAttention, MatchesPerPairReference) {
   a.position_ids = pos.data(); a.mask = mask.data(); a.scale = scale;
   std::vector<float> out(size_t(L) * HD, 7.0f);
   a.out = out.data(); a.ld_out = HD;
-  Workspace ws;
-  disentangled_attention(a, ws);
+  std::vector<float> scratch(disentangled_attention_scratch_floats(L, rel_rows));
+  a.scratch = scratch.data();
+  a.scratch_floats = scratch.size();
+  disentangled_attention(a);
   expect_close(out, want, 1e-5);
+  a.scratch_floats = 10;  // too small: refused, not overrun
+  EXPECT_THROW(disentangled_attention(a), Error);
 }
 
 TEST(WorkspaceArena, SteadyStateReusesOneBlock) {

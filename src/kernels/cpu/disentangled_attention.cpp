@@ -3,13 +3,25 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <string>
 
 #include "kernels/gemm.h"
 #include "kernels/softmax.h"
+#include "rexnlu/error.h"
 
 namespace rexnlu::kernels::cpu {
 
-void disentangled_attention(const DisentangledAttentionArgs& a, Workspace& ws) {
+namespace {
+size_t per_thread_floats(int length, int span) {
+  return static_cast<size_t>(length) * length + 2 * static_cast<size_t>(length) * span;
+}
+}  // namespace
+
+size_t disentangled_attention_scratch_floats(int max_length, int rel_rows) {
+  return per_thread_floats(max_length, rel_rows) * static_cast<size_t>(omp_get_max_threads());
+}
+
+void disentangled_attention(const DisentangledAttentionArgs& a) {
   const int L = a.length;
   const int d = a.head_dim;
   const int span_half = a.rel_rows / 2;
@@ -23,8 +35,11 @@ void disentangled_attention(const DisentangledAttentionArgs& a, Workspace& ws) {
   const float inv_scale = 1.0f / a.scale;
 
   const int threads = std::min(omp_get_max_threads(), a.num_heads);
-  const size_t per_thread = static_cast<size_t>(L) * L + 2 * static_cast<size_t>(L) * span;
-  float* scratch = ws.alloc<float>(per_thread * threads);
+  const size_t per_thread = per_thread_floats(L, span);
+  if (a.scratch == nullptr || per_thread * threads > a.scratch_floats)
+    throw InternalError("disentangled_attention: scratch of " + std::to_string(a.scratch_floats) +
+                        " floats, needs " + std::to_string(per_thread * threads));
+  float* scratch = a.scratch;
 
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
   for (int h = 0; h < a.num_heads; ++h) {
