@@ -58,9 +58,9 @@ std::optional<std::string> token_entry(const json& value, const fs::path& file, 
 }
 
 std::u32string to_u32(const std::string& utf8) {
-  std::vector<char32_t> cps;
+  std::u32string cps;
   decode_utf8(utf8, cps);
-  return {cps.begin(), cps.end()};
+  return cps;
 }
 
 // Per-thread buffers, so that encoding allocates nothing per character.

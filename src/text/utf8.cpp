@@ -13,9 +13,9 @@ namespace {
 
 bool is_continuation(uint8_t b) { return (b & 0xC0) == 0x80; }
 
-}  // namespace
-
-void decode_utf8(std::string_view utf8, std::vector<char32_t>& out) {
+// One decoder for both output containers.
+template <typename CodePoints>
+void decode_into(std::string_view utf8, CodePoints& out) {
   const auto* bytes = reinterpret_cast<const uint8_t*>(utf8.data());
   const size_t n = utf8.size();
   size_t i = 0;
@@ -52,6 +52,17 @@ void decode_utf8(std::string_view utf8, std::vector<char32_t>& out) {
     out.push_back(cp);
     i += len;
   }
+}
+
+}  // namespace
+
+void decode_utf8(std::string_view utf8, std::vector<char32_t>& out) { decode_into(utf8, out); }
+void decode_utf8(std::string_view utf8, std::u32string& out) { decode_into(utf8, out); }
+
+size_t count_code_points(std::string_view valid_utf8) {
+  size_t n = 0;
+  for (unsigned char c : valid_utf8) n += (c & 0xC0) != 0x80;
+  return n;
 }
 
 }  // namespace rexnlu::text

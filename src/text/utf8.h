@@ -11,6 +11,10 @@ namespace rexnlu::text {
 // byte offset of the first ill-formed sequence (stray continuation byte, truncated or overlong
 // sequence, surrogate, value above U+10FFFF).
 void decode_utf8(std::string_view utf8, std::vector<char32_t>& out);
+void decode_utf8(std::string_view utf8, std::u32string& out);
+
+// Code points of UTF-8 text already known to be valid (counts lead bytes).
+size_t count_code_points(std::string_view valid_utf8);
 
 // Appends the UTF-8 encoding of `cp` (a valid scalar value) to `out`.
 inline void append_utf8(char32_t cp, std::string& out) {
@@ -29,6 +33,14 @@ inline void append_utf8(char32_t cp, std::string& out) {
     out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
     out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
   }
+}
+
+// UTF-8 of a sequence of valid scalar values.
+inline std::string encode_utf8(std::u32string_view code_points) {
+  std::string out;
+  out.reserve(code_points.size() * 3);
+  for (char32_t cp : code_points) append_utf8(cp, out);
+  return out;
 }
 
 }  // namespace rexnlu::text

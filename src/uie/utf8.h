@@ -1,5 +1,5 @@
-// The few UTF-8 / code-point helpers the pipeline needs: results are in code points (Python str
-// indices) like the original, and C/C++ callers may ask for byte offsets.
+// The code-point helpers the pipeline needs on top of src/text's UTF-8 codec: results are in
+// code points (Python str indices) like the original, and C/C++ callers may ask for byte offsets.
 #pragma once
 
 #include <cstdint>
@@ -7,15 +7,16 @@
 #include <string_view>
 #include <vector>
 
+#include "text/utf8.h"
+
 namespace rexnlu::uie {
 
-size_t count_code_points(std::string_view utf8);  // counts lead bytes; input assumed valid
+using text::count_code_points;
+using text::encode_utf8;
 
-// Strict decoder (no overlongs, no surrogates, <= U+10FFFF). Throws rexnlu::Error
-// (kInvalidInput) naming `what` and the byte offset of the first bad sequence.
+// Strict decoding (src/text). Throws rexnlu::Error (kInvalidInput) naming `what` (e.g. "text")
+// and the byte offset of the first bad sequence.
 std::u32string decode_utf8(std::string_view utf8, std::string_view what);
-
-std::string encode_utf8(std::u32string_view code_points);
 
 // Python's str.strip(): removes leading/trailing characters for which str.isspace() is true.
 std::string python_strip(std::string_view utf8);
