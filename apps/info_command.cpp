@@ -71,12 +71,13 @@ void run_info(const InfoFlags& f) {
   }
   std::string dtype_list;
   for (const auto& d : dtypes) dtype_list += (dtype_list.empty() ? "" : ",") + d;
-  std::error_code ec;
-  const fs::path absolute = fs::weakly_canonical(dir, ec);
-  const fs::path file = weights.source();
-  const auto file_bytes = static_cast<int64_t>(fs::file_size(file, ec));
+  // Absolute paths when they can be resolved (they always can for a directory that loaded).
+  std::error_code dir_ec, file_ec, size_ec;
+  const fs::path absolute = fs::weakly_canonical(dir, dir_ec);
+  const fs::path file = fs::weakly_canonical(weights.source(), file_ec);
+  const auto file_bytes = static_cast<int64_t>(fs::file_size(weights.source(), size_ec));
 
-  Json j = {{"model_dir", (ec ? dir : absolute).string()},
+  Json j = {{"model_dir", (dir_ec ? dir : absolute).string()},
             {"source", model_source(f.model)},
             {"model_type", config.model_type},
             {"layers", config.num_hidden_layers},
@@ -92,8 +93,8 @@ void run_info(const InfoFlags& f) {
             {"parameter_bytes", bytes},
             {"dtypes", dtype_list},
             {"tensors", weights.size()},
-            {"checkpoint", file.string()},
-            {"checkpoint_format", checkpoint_format(file)},
+            {"checkpoint", (file_ec ? weights.source() : file).string()},
+            {"checkpoint_format", checkpoint_format(weights.source())},
             {"checkpoint_bytes", file_bytes},
             {"warnings", warnings}};
   if (f.json) {
@@ -114,8 +115,8 @@ void run_info(const InfoFlags& f) {
                          with_commas(tokenizer.vocab_size() - 4) + " + 4 added)"},
       {"parameters", with_commas(parameters) + " (" + dtype_list + ", " +
                          format_fixed(static_cast<double>(bytes) / 1e6, 1) + " MB)"},
-      {"checkpoint", file.string()},
-      {"format", checkpoint_format(file) + ", " + std::to_string(weights.size()) + " tensors, " +
+      {"checkpoint", (file_ec ? weights.source() : file).string()},
+      {"format", checkpoint_format(weights.source()) + ", " + std::to_string(weights.size()) + " tensors, " +
                      format_fixed(static_cast<double>(file_bytes) / 1e6, 1) + " MB"},
       {"warnings", warnings.empty() ? "none" : std::to_string(warnings.size())},
   };

@@ -87,22 +87,36 @@ std::string type_chain(const Path& path) {
 }
 
 std::string path_line(const Path& path, bool color) {
+  // Appends piece by piece: GCC 12 warns falsely (-Wrestrict) on `"literal" + std::string`.
   std::string spans, offsets, probs;
   for (size_t k = 0; k < path.size(); ++k) {
     const Span& s = path[k];
-    const char* sep = k ? " → " : "";
-    if (is_marker(s)) {
-      spans += sep + std::string(color ? kBold : "") + s.type + (color ? kReset : "");
-    } else {
-      spans += sep;
-      spans += color ? kSpanColors[k % std::size(kSpanColors)] + s.span + kReset : s.span;
-      offsets += std::string(offsets.empty() ? "" : " ") + "[" + std::to_string(s.start) + "," + std::to_string(s.end) + ")";
+    if (k) {
+      spans += " → ";
+      probs += ' ';
     }
-    probs += (k ? " " : "") + probability(s.probability);
+    if (is_marker(s)) {  // classification: the label is the type
+      spans += color ? std::string(kBold) + s.type + kReset : s.type;
+    } else {
+      const std::string shown = s.span.empty() ? "\"\"" : s.span;  // e.g. a span linked to [SEP]
+      spans += color ? kSpanColors[k % std::size(kSpanColors)] + shown + kReset : shown;
+      if (!offsets.empty()) offsets += ' ';
+      offsets += '[';
+      offsets += std::to_string(s.start);
+      offsets += ',';
+      offsets += std::to_string(s.end);
+      offsets += ')';
+    }
+    probs += probability(s.probability);
   }
-  std::string line = "  " + spans;
-  if (!offsets.empty()) line += "  " + offsets;
-  line += std::string("  ") + (color ? kDim : "") + "p=" + probs + (color ? kReset : "");
+  std::string line = "  ";
+  line += spans;
+  if (!offsets.empty()) {
+    line += "  ";
+    line += offsets;
+  }
+  line += "  ";
+  line += color ? std::string(kDim) + "p=" + probs + kReset : "p=" + probs;
   return line;
 }
 
