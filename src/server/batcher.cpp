@@ -1,6 +1,7 @@
 #include "server/batcher.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace rexnlu::server {
 
@@ -38,9 +39,16 @@ Batcher::Outcome Batcher::run(std::vector<Request> requests, int64_t tokens, Clo
 
   std::unique_lock lock(mutex_);
   if (stopping_) return {Status::kStopped, {}};
-  if (queued_texts_ + texts > config_.max_queue) return {Status::kQueueFull, {}};
+  if (queued_texts_ + texts > config_.max_queue) return {Status::kQueueFull, {}, 1};
+  const int64_t backlog = queued_tokens_ + running_tokens_;
+  if (backlog > 0 && seconds_per_token_ > 0) {
+    const double wait = static_cast<double>(backlog + tokens) * seconds_per_token_;
+    const double left = std::chrono::duration<double>(deadline - job->enqueued).count();
+    if (wait > left) return {Status::kOverloaded, {}, std::max(1.0, std::ceil(wait - left))};
+  }
   queue_.push_back(job);
   queued_texts_ += texts;
+  queued_tokens_ += tokens;
   metrics_.queue_depth.store(queued_texts_);
   wake_.notify_one();
 
@@ -50,6 +58,7 @@ Batcher::Outcome Batcher::run(std::vector<Request> requests, int64_t tokens, Clo
     if (it != queue_.end()) {
       queue_.erase(it);
       queued_texts_ -= texts;
+      queued_tokens_ -= job->tokens;
       metrics_.queue_depth.store(queued_texts_);
     }
     return {Status::kDeadline, {}};
@@ -78,6 +87,7 @@ std::vector<std::shared_ptr<Batcher::Job>> Batcher::take_batch(std::unique_lock<
     // Strict FIFO: the first job that does not fit ends the batch (one job always fits).
     if (!batch.empty() && tokens + job->tokens > config_.token_budget) break;
     queued_texts_ -= static_cast<int64_t>(job->requests.size());
+    queued_tokens_ -= job->tokens;
     if (job->deadline > now) {  // an expired job's caller answers 504 itself
       tokens += job->tokens;
       batch.push_back(job);
@@ -104,6 +114,7 @@ void Batcher::work() {
       tokens += job->tokens;
       metrics_.observe_stage(Stage::kQueue, std::chrono::duration<double>(start - job->enqueued).count());
     }
+    running_tokens_ = tokens;
     lock.unlock();
 
     BatchTimings timings;
@@ -126,6 +137,12 @@ void Batcher::work() {
     metrics_.observe_batch(requests.size(), tokens, timings.forward_calls);
 
     lock.lock();
+    running_tokens_ = 0;
+    const double spent = timings.tokenize_seconds + timings.forward_seconds + timings.decode_seconds;
+    if (tokens > 0 && spent > 0) {
+      const double per_token = spent / static_cast<double>(tokens);
+      seconds_per_token_ = seconds_per_token_ == 0 ? per_token : 0.7 * seconds_per_token_ + 0.3 * per_token;
+    }
     size_t next = 0;
     for (const auto& job : batch) {
       const size_t n = job->requests.size();

@@ -2,6 +2,9 @@
 // thread takes whatever is queued, within a token budget, and runs it as ONE extract_batch call,
 // so sequences of concurrent requests at the same recursion level share model forwards.
 // The queue is bounded (callers get kQueueFull -> 429) and each job has a deadline (kDeadline -> 504).
+// Load shedding: a job that the backlog would keep past its deadline is refused at once
+// (kOverloaded -> 429) rather than accepted and timed out; the wait is estimated from the
+// measured seconds per text token of recent batches.
 #pragma once
 
 #include <chrono>
@@ -33,10 +36,11 @@ class Batcher {
   // Runs one batch; the server passes Engine::extract_batch, tests a fake.
   using RunBatch = std::function<std::vector<Result>(const std::vector<Request>&, BatchTimings&)>;
 
-  enum class Status { kOk, kQueueFull, kDeadline, kStopped };
+  enum class Status { kOk, kQueueFull, kOverloaded, kDeadline, kStopped };
   struct Outcome {
     Status status = Status::kOk;
-    std::vector<Result> results;  // one per request, when kOk
+    std::vector<Result> results;    // one per request, when kOk
+    double retry_after_seconds = 1;  // kQueueFull / kOverloaded: when a retry may succeed
   };
 
   Batcher(BatcherConfig config, RunBatch run_batch, Metrics& metrics);
@@ -64,6 +68,9 @@ class Batcher {
   std::condition_variable wake_;
   std::deque<std::shared_ptr<Job>> queue_;
   int64_t queued_texts_ = 0;
+  int64_t queued_tokens_ = 0;
+  int64_t running_tokens_ = 0;      // of the batch being run
+  double seconds_per_token_ = 0;    // moving average over batches; 0 = nothing measured yet
   bool stopping_ = false;
   std::thread worker_;
 };

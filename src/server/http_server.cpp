@@ -155,9 +155,13 @@ void HttpServer::Impl::handle_extract(const httplib::Request& req, httplib::Resp
   Batcher::Outcome outcome = b->run(call.requests, tokens, Clock::now() + config.deadline);
   switch (outcome.status) {
     case Batcher::Status::kQueueFull:
-      res.set_header("Retry-After", "1");
+      res.set_header("Retry-After", std::to_string(static_cast<int64_t>(outcome.retry_after_seconds)));
       return send_error(res, 429, "the queue is full (" + std::to_string(config.batcher.max_queue) + " texts); retry later",
                         "queue_full");
+    case Batcher::Status::kOverloaded:
+      res.set_header("Retry-After", std::to_string(static_cast<int64_t>(outcome.retry_after_seconds)));
+      return send_error(res, 429, "the work queued ahead would not be done within the deadline of " +
+                        std::to_string(config.deadline.count()) + " ms; retry later", "overloaded");
     case Batcher::Status::kDeadline:
       return send_error(res, 504, "not done within the deadline of " + std::to_string(config.deadline.count()) + " ms",
                         "deadline_exceeded");

@@ -41,7 +41,8 @@ void Histogram::render(std::string& out, std::string_view name, std::string_view
     out += std::string(name) + "_bucket{" + std::string(labels) + sep + "le=\"" + le + "\"} " +
            std::to_string(cumulative) + "\n";
   }
-  const std::string braces = labels.empty() ? "" : "{" + std::string(labels) + "}";
+  std::string braces;  // built with append: GCC 12 warns falsely (-Wrestrict) on "{" + s + "}"
+  if (!labels.empty()) braces.append("{").append(labels).append("}");
   out += std::string(name) + "_sum" + braces + " " + format_number(sum()) + "\n";
   // The count is the +Inf bucket, so the two always agree even while others observe.
   out += std::string(name) + "_count" + braces + " " + std::to_string(cumulative) + "\n";

@@ -31,6 +31,7 @@ class FakeEngine {
       }
       if (!requests.empty() && requests[0].text == "throw") throw std::runtime_error("boom");
       timings.forward_calls = 1;
+      timings.forward_seconds = 0.1 * static_cast<double>(requests.size());  // what the shedding estimate reads
       std::vector<Result> out(requests.size());
       for (size_t i = 0; i < requests.size(); ++i) out[i].paths = {{Span{"t", requests[i].text, 0, 1, 1}}};
       return out;
@@ -158,6 +159,27 @@ TEST(Batcher, DeadlinePassedInTheQueueNeverRuns) {
   running.get();
   EXPECT_EQ(batcher.run(texts({"b"}), 1, in(30s)).status, Batcher::Status::kOk);
   EXPECT_EQ(engine.batches(), (std::vector<size_t>{1, 1}));  // "late" never ran
+}
+
+TEST(Batcher, WorkThatWouldMissItsDeadlineIsRefusedAtOnce) {
+  Metrics metrics;
+  FakeEngine engine;
+  Batcher batcher({}, engine.runner(), metrics);
+  ASSERT_EQ(batcher.run(texts({"a"}), 1, in(30s)).status, Batcher::Status::kOk);  // measures 0.1 s per token
+  engine.hold();
+  auto running = start(batcher, texts({"b"}), 1);
+  engine.wait_entered(2);
+  auto queued = start(batcher, texts({"c"}), 5);  // 0.7 s of work ahead of the next job
+  wait_queue_depth(metrics, 1);
+  const Batcher::Outcome refused = batcher.run(texts({"d"}), 1, in(300ms));
+  EXPECT_EQ(refused.status, Batcher::Status::kOverloaded);
+  EXPECT_EQ(refused.retry_after_seconds, 1);
+  EXPECT_EQ(metrics.queue_depth.load(), 1);  // not queued
+  engine.release();
+  EXPECT_EQ(running.get().status, Batcher::Status::kOk);
+  EXPECT_EQ(queued.get().status, Batcher::Status::kOk);
+  // With the backlog gone the same job fits again (a lone job is never refused for its size).
+  EXPECT_EQ(batcher.run(texts({"d"}), 1000, in(300ms)).status, Batcher::Status::kOk);
 }
 
 TEST(Batcher, EngineExceptionFailsOnlyThatBatch) {
