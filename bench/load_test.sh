@@ -34,7 +34,7 @@ model_dir() {
       local dir=$work/fullsize_model
       if [ ! -f "$dir/model.safetensors" ]; then
         echo "generating the full-size random-weight model in $dir ..." >&2
-        python3 "$root/tools/compare_original/fullsize_case.py" "$dir" >&2
+        /usr/bin/python3 "$root/tools/compare_original/fullsize_case.py" "$dir" >&2  # Debian python3-numpy
         cp "$root/models/rexuninlu_tiny/"{vocab.txt,tokenizer_config.json,special_tokens_map.json} "$dir/"
       fi
       echo "$dir" ;;

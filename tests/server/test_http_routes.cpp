@@ -394,6 +394,24 @@ TEST(HttpRoutes, DeadlineIs504) {
   EXPECT_EQ(ok->status, 200);
 }
 
+TEST(HttpRoutes, EngineFailureIs500AndTheServiceGoesOn) {
+  std::atomic<int> batches{0};
+  ServerConfig config;
+  config.before_batch = [&batches] {
+    if (batches++ == 0) throw std::runtime_error("injected failure");
+  };
+  TestServer s(config);
+  auto c = s.client();
+  auto failed = post(c, "/v1/extract", ner_body(kNerCases[0]));
+  ASSERT_TRUE(failed);
+  EXPECT_EQ(failed->status, 500);
+  EXPECT_EQ(body_json(failed)["error_type"], "internal");
+  auto ok = post(c, "/v1/extract", ner_body(kNerCases[0]));
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200);
+  EXPECT_EQ(paths_of(body_json(ok)), e2e_case(kNerCases[0])["expected"]);
+}
+
 TEST(HttpRoutes, ConcurrentRequestsShareOneForwardPerLevel) {
   Gate gate;
   ServerConfig config;
