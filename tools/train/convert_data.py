@@ -147,6 +147,73 @@ def cail(root, prefix, max_docs_frac=0.85):
     return rows
 
 
+SANWEN_ENT = {"Person": "人物", "Location": "地理位置", "Organization": "组织机构", "Thing": "物品", "Time": "时间",
+              "Metric": "数量", "Abstract": "抽象概念"}
+SANWEN_REL = {"Located": "位于", "Part-Whole": "组成部分", "Family": "亲属", "General-Special": "从属类别",
+              "Social": "社会关系", "Use": "使用", "Ownership": "拥有", "Create": "创作", "Near": "邻近"}
+
+
+def sanwen(root, prefix):
+    """SanWen doc-level RE (brat) -> sentence-level RE samples in the RexUniNLU format: one sample per
+    sentence holding a relation whose two arguments are contiguous, non-pronoun mentions inside it.
+    Path = [subject (Arg1, its entity type), object ("relation(object type)")]; the schema is every
+    (subject type, relation, object type) seen. Line breaks (hard wraps) are removed from the text."""
+    docs = []
+    for split in ("Validation", "Testing"):
+        d = f"{root}/{split}"
+        for name in sorted(f for f in os.listdir(d) if f.endswith(".txt")):
+            text = open(f"{d}/{name}", encoding="utf-8").read()
+            ents, rels = {}, []
+            for line in open(f"{d}/{name[:-4]}.ann", encoding="utf-8").read().split("\n"):
+                parts = line.split("\t")
+                if line.startswith("T") and len(parts) >= 2:
+                    f = parts[1].split(" ")
+                    if len(f) == 3 and ";" not in parts[1]:
+                        ents[parts[0]] = (f[0].split("-")[0], f[0], int(f[1]), int(f[2]))
+                elif line.startswith("R") and len(parts) >= 2:
+                    f = parts[1].split(" ")
+                    rels.append((f[0], f[1].split(":")[1], f[2].split(":")[1]))
+            docs.append((f"{split}-{name[:-4]}", text, ents, rels))
+    rows, schema = [], {}
+    for doc_id, text, ents, rels in docs:
+        keep = [i for i, ch in enumerate(text) if ch not in "\r\n"]  # new index -> old index
+        old2new = {o: n for n, o in enumerate(keep)}
+        flat = "".join(text[i] for i in keep)
+        bounds, start = [], 0  # sentence [start, end) in flat
+        for i, ch in enumerate(flat):
+            if ch in "。！？!?；;" or i == len(flat) - 1:
+                bounds.append((start, i + 1))
+                start = i + 1
+        per_sent = {}
+        for r, a1, a2 in rels:
+            if a1 not in ents or a2 not in ents or r not in SANWEN_REL:
+                continue
+            (t1, f1, s1, e1), (t2, f2, s2, e2) = ents[a1], ents[a2]
+            if "Pronoun" in f1 or "Pronoun" in f2 or t1 not in SANWEN_ENT or t2 not in SANWEN_ENT:
+                continue
+            if any(k not in old2new for k in (s1, e1 - 1, s2, e2 - 1)):
+                continue
+            n1, n2 = (old2new[s1], old2new[e1 - 1] + 1), (old2new[s2], old2new[e2 - 1] + 1)
+            if n1[1] - n1[0] != e1 - s1 or n2[1] - n2[0] != e2 - s2:
+                continue  # a wrap inside the mention
+            sent = [k for k, (a, b) in enumerate(bounds) if a <= min(n1[0], n2[0]) and max(n1[1], n2[1]) <= b]
+            if not sent:
+                continue
+            a, b = bounds[sent[0]]
+            st, ot, rel = SANWEN_ENT[t1], SANWEN_ENT[t2], SANWEN_REL[r]
+            schema.setdefault(st, {})[f"{rel}({ot})"] = None
+            st_text = flat[a:b]
+            path = [ent(st, st_text, n1[0] - a, n1[1] - a), ent(f"{rel}({ot})", st_text, n2[0] - a, n2[1] - a)]
+            info = per_sent.setdefault((a, b), [])
+            if path not in info:
+                info.append(path)
+        for (a, b), info in sorted(per_sent.items()):
+            rows.append({"id": f"{prefix}-{doc_id}-{a}", "text": flat[a:b], "info_list": info})
+    for r in rows:
+        r["schema"] = schema
+    return rows
+
+
 def duie(path, schema_path, prefix):
     schema = {}
     for s in read_jsonl(schema_path):
@@ -186,6 +253,7 @@ def main():
         "eprstmt": eprstmt(f"{D}/fewclue/eprstmt/train_few_all.json", "eprstmt-train"),
         "iflytek": iflytek(f"{D}/fewclue/iflytek/train_few_all.json", "iflytek-train", ifly_labels),
         "cail": cail(f"{D}/cail2019_elements", "cail-train"),
+        "sanwen_re": sanwen(f"{D}/sanwen_re", "sanwen"),
     }
     for task in ("ner", "re", "ee", "absa", "mrc", "tc_single_label", "tc_multi_label"):
         train[f"st_{task}"] = read_jsonl(f"{D}/rexuninlu/sample_tasks/{task}/train.json")

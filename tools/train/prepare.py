@@ -18,8 +18,19 @@ import rexdata as R  # noqa: E402
 # Per-file caps keep the mix centred on extraction (IFLYTEK prompts are ~3 chunks of 256 tokens).
 CAPS = {"train_iflytek.jsonl": 1500, "train_cail.jsonl": 3000}
 # Small but task-diverse files are repeated so that every task is seen often enough.
-REPEAT = {"train_st_re.jsonl": 4, "train_st_ee.jsonl": 2, "train_st_absa.jsonl": 4, "train_st_mrc.jsonl": 2,
-          "train_st_tc_single_label.jsonl": 2, "train_st_tc_multi_label.jsonl": 2, "train_eprstmt.jsonl": 3}
+# Two mixes: "v1" trained the bundled model; "v2" (tried, see docs/accuracy.md) adds SanWen RE and
+# repeats the sample_tasks re/mrc/ner files more.
+MIXES = {
+    "v1": {"skip": {"train_sanwen_re.jsonl"},
+           "repeat": {"train_st_re.jsonl": 4, "train_st_ee.jsonl": 2, "train_st_absa.jsonl": 4,
+                      "train_st_mrc.jsonl": 2, "train_st_tc_single_label.jsonl": 2,
+                      "train_st_tc_multi_label.jsonl": 2, "train_eprstmt.jsonl": 3}},
+    "v2": {"skip": set(),
+           "repeat": {"train_st_re.jsonl": 6, "train_st_ee.jsonl": 2, "train_st_absa.jsonl": 4,
+                      "train_st_mrc.jsonl": 4, "train_st_ner.jsonl": 3, "train_sanwen_re.jsonl": 1,
+                      "train_st_tc_single_label.jsonl": 2, "train_st_tc_multi_label.jsonl": 2,
+                      "train_eprstmt.jsonl": 3}},
+}
 
 
 def main():
@@ -28,6 +39,7 @@ def main():
     ap.add_argument("--vocab", default="models/rexuninlu_tiny/vocab.txt")
     ap.add_argument("--out", default=".device/train/instances.jsonl.gz")
     ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument("--mix", default="v1", choices=sorted(MIXES))
     a = ap.parse_args()
     tok = BertTokenizer(a.vocab)
     rng = random.Random(a.seed)
@@ -35,11 +47,13 @@ def main():
     with gzip.open(a.out, "wt", encoding="utf-8") as fo:
         for path in sorted(glob.glob(f"{a.raw}/train_*.jsonl")):
             name = os.path.basename(path)
+            if name in MIXES[a.mix]["skip"]:
+                continue
             samples = [json.loads(l) for l in open(path, encoding="utf-8").read().split("\n") if l.strip()]
             if name in CAPS and len(samples) > CAPS[name]:
                 samples = rng.sample(samples, CAPS[name])
             k = 0
-            for _ in range(REPEAT.get(name, 1)):
+            for _ in range(MIXES[a.mix]["repeat"].get(name, 1)):
                 for s in samples:
                     for ids, H, rows, cols in R.training_instances(tok, s, rng):
                         fo.write(json.dumps({"src": name[6:-6], "ids": ids, "H": H, "rows": rows, "cols": cols},

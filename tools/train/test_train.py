@@ -155,5 +155,21 @@ class ModelTest(unittest.TestCase):
         self.assertAlmostEqual(float(circle_loss(z, y, valid)), float(expect), places=5)
 
 
+class MlmMaskTest(unittest.TestCase):
+    def test_only_ordinary_tokens_are_masked(self):
+        from train import mask_tokens
+        seq = TOK.encode("[CLASSIFY]北京欢迎你，上海也欢迎你")[0]
+        ids = torch.tensor([seq + [0, 0]])
+        valid = torch.tensor([[True] * len(seq) + [False, False]])
+        special = torch.tensor([TOK.vocab[t] for t in TOK.specials])
+        gen = torch.Generator()
+        gen.manual_seed(0)
+        out, pick = mask_tokens(ids, valid, special, TOK.vocab["[MASK]"], (106, 12800), gen, rate=1.0)
+        ordinary = valid & ~torch.isin(ids, special)
+        self.assertTrue(torch.equal(pick, ordinary))  # rate 1: every ordinary token, nothing else
+        self.assertTrue(torch.equal(out[~pick], ids[~pick]))
+        self.assertGreater(int((out[pick] == TOK.vocab["[MASK]"]).sum()), 0)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -63,6 +63,35 @@ def batches(insts, max_tokens, rng):
     return out
 
 
+class MlmHead(torch.nn.Module):
+    """BERT-style MLM head for the warm-up only (not exported): dense + gelu + LayerNorm, then the
+    word-embedding matrix (tied) + bias."""
+
+    def __init__(self, emb, hidden):
+        super().__init__()
+        self.emb = emb
+        self.dense = torch.nn.Linear(hidden, hidden)
+        self.norm = torch.nn.LayerNorm(hidden, eps=1e-7)
+        self.bias = torch.nn.Parameter(torch.zeros(emb.weight.shape[0]))
+
+    def forward(self, h):
+        return torch.nn.functional.linear(self.norm(torch.nn.functional.gelu(self.dense(h))), self.emb.weight, self.bias)
+
+
+def mask_tokens(ids, valid, special_ids, mask_id, vocab_n, gen, rate=0.15):
+    # vocab_n: (first, end) id range of ordinary word pieces, for the 10% random replacements
+    """BERT masking of the non-special tokens of a batch (prompt types and text alike):
+    returns the corrupted ids and the boolean positions to predict."""
+    maskable = valid & ~torch.isin(ids, special_ids)
+    pick = maskable & (torch.rand(ids.shape, generator=gen, device=ids.device) < rate)
+    r = torch.rand(ids.shape, generator=gen, device=ids.device)
+    out = ids.clone()
+    out[pick & (r < 0.8)] = mask_id
+    rnd = pick & (r >= 0.8) & (r < 0.9)
+    out[rnd] = torch.randint(vocab_n[0], vocab_n[1], ids.shape, generator=gen, device=ids.device)[rnd]
+    return out, pick
+
+
 def load_jsonl(path):
     return [json.loads(l) for l in open(path, encoding="utf-8").read().split("\n") if l.strip()]
 
@@ -96,6 +125,8 @@ def main():
     ap.add_argument("--vocab", default="models/rexuninlu_tiny/vocab.txt")
     ap.add_argument("--out", required=True)
     ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--mlm-frac", type=float, default=0.0, help="share of --minutes spent on the MLM warm-up")
+    ap.add_argument("--mlm-lr", type=float, default=1e-3)
     ap.add_argument("--batch-tokens", type=int, default=16384)
     ap.add_argument("--dropout", type=float, default=0.1)
     ap.add_argument("--eval-limit", type=int, default=None)
@@ -132,52 +163,90 @@ def main():
     model.to(device)
     n_params = sum(p.numel() for p in model.parameters())
     log(f"size {a.size}: hidden {hidden}, layers {layers}, heads {heads}, ffn {inter}, params {n_params}")
-    decay = [p for n, p in model.named_parameters() if p.requires_grad and p.dim() >= 2]
-    no_decay = [p for n, p in model.named_parameters() if p.requires_grad and p.dim() < 2]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01}, {"params": no_decay, "weight_decay": 0.0}],
-                            lr=a.lr, betas=(0.9, 0.98), eps=1e-6)
-    budget = a.minutes * 60
-    t_start = time.time()
-    step, epoch, done = 0, 0, False
-    ema = None
     use_amp = device == "cuda"
-    while not done:
-        epoch += 1
-        for b in batches(insts, a.batch_tokens, rng):
-            frac = (time.time() - t_start) / budget
-            if a.max_steps:
-                frac = max(frac, step / a.max_steps)
-            if frac >= 1:
-                done = True
-                break
-            lr = a.lr * min(1.0, frac / 0.04) * max(0.0, (1 - frac) / 0.96 if frac > 0.04 else 1.0)
-            for g in opt.param_groups:
-                g["lr"] = lr
-            model.train()
-            items = [insts[i] for i in b]
-            ids, mask, pos, valid = make_batch(tok, [x["ids"] for x in items], device, [x["segs"] for x in items])
-            B, L = ids.shape
-            labels = torch.zeros(B, L, L, device=device)
-            bi = [k for k, x in enumerate(items) for _ in x["rows"]]
-            if bi:
-                labels[torch.tensor(bi, device=device),
-                       torch.tensor([r for x in items for r in x["rows"]], device=device),
-                       torch.tensor([c for x in items for c in x["cols"]], device=device)] = 1.0
-            if use_amp:
-                with torch.autocast(device_type="cuda", dtype=torch.bfloat16):
-                    z = model(ids, mask, pos)
-            else:
-                z = model(ids, mask, pos)
-            loss = circle_loss(z.float(), labels, valid.unsqueeze(2) & valid.unsqueeze(1))
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            opt.step()
-            step += 1
-            ema = loss.item() if ema is None else 0.98 * ema + 0.02 * loss.item()
-            if step % 200 == 0:
-                log(f"step {step} epoch {epoch} lr {lr:.2e} loss {ema:.4f} elapsed {time.time() - t_start:.0f}s")
-    log(f"trained {step} steps, {epoch} epochs in {time.time() - t_start:.0f}s")
+
+    def make_opt(params_named, lr):
+        decay = [p for n, p in params_named if p.requires_grad and p.dim() >= 2]
+        no_decay = [p for n, p in params_named if p.requires_grad and p.dim() < 2]
+        return torch.optim.AdamW([{"params": decay, "weight_decay": 0.01}, {"params": no_decay, "weight_decay": 0.0}],
+                                 lr=lr, betas=(0.9, 0.98), eps=1e-6)
+
+    def run_phase(name, seconds, max_steps, lr0, opt, params, loss_fn):
+        """Warm-up (4%) then linear decay to zero over the phase's time (or step) budget."""
+        t_start = time.time()
+        step, epoch, ema = 0, 0, None
+        while True:
+            epoch += 1
+            for b in batches(insts, a.batch_tokens, rng):
+                frac = (time.time() - t_start) / seconds
+                if max_steps:
+                    frac = max(frac, step / max_steps)
+                if frac >= 1:
+                    log(f"{name}: {step} steps, {epoch} epochs in {time.time() - t_start:.0f}s")
+                    return step, epoch
+                lr = lr0 * min(1.0, frac / 0.04) * max(0.0, (1 - frac) / 0.96 if frac > 0.04 else 1.0)
+                for g in opt.param_groups:
+                    g["lr"] = lr
+                model.train()
+                items = [insts[i] for i in b]
+                ids, mask, pos, valid = make_batch(tok, [x["ids"] for x in items], device,
+                                                   [x["segs"] for x in items])
+                if use_amp:
+                    with torch.autocast(device_type="cuda", dtype=torch.bfloat16):
+                        loss = loss_fn(items, ids, mask, pos, valid)
+                else:
+                    loss = loss_fn(items, ids, mask, pos, valid)
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(params, 1.0)
+                opt.step()
+                step += 1
+                ema = loss.item() if ema is None else 0.98 * ema + 0.02 * loss.item()
+                if step % 200 == 0 or step == 1:
+                    log(f"{name} step {step} epoch {epoch} lr {lr:.2e} loss {ema:.4f} "
+                        f"elapsed {time.time() - t_start:.0f}s")
+
+    def link_loss(items, ids, mask, pos, valid):
+        B, L = ids.shape
+        z = model(ids, mask, pos)
+        labels = torch.zeros(B, L, L, device=device)
+        bi = [k for k, x in enumerate(items) for _ in x["rows"]]
+        if bi:
+            labels[torch.tensor(bi, device=device),
+                   torch.tensor([r for x in items for r in x["rows"]], device=device),
+                   torch.tensor([c for x in items for c in x["cols"]], device=device)] = 1.0
+        return circle_loss(z.float(), labels, valid.unsqueeze(2) & valid.unsqueeze(1))
+
+    budget = a.minutes * 60
+    mlm_steps = 0
+    if a.mlm_frac > 0:
+        # MLM warm-up on the training sequences themselves (prompt + text, same 2D mask and
+        # positions as the link task), so the encoder starts from word statistics, not noise.
+        head = MlmHead(model.plm.embeddings.word_embeddings, hidden).to(device)
+        special_ids = torch.tensor([tok.vocab[t] for t in tok.specials], device=device)
+        words = [i for t, i in tok.vocab.items() if not (t.startswith("[") and t.endswith("]"))]
+        wrange = (min(words), max(words) + 1)
+        gen = torch.Generator(device=device)
+        gen.manual_seed(a.seed)
+
+        def mlm_loss(items, ids, mask, pos, valid):
+            inp, pick = mask_tokens(ids, valid, special_ids, tok.vocab["[MASK]"], wrange, gen)
+            if not bool(pick.any()):
+                pick = valid.clone()
+            _, h = model(inp, mask, pos, return_hidden=True)
+            logits = head(h[pick]).float()
+            return torch.nn.functional.cross_entropy(logits, ids[pick])
+
+        named = list(model.named_parameters()) + [(f"mlm.{n}", p) for n, p in head.named_parameters()
+                                                   if not n.startswith("emb.")]
+        opt = make_opt(named, a.mlm_lr)
+        mlm_steps, _ = run_phase("mlm", budget * a.mlm_frac, a.max_steps // 2 if a.max_steps else 0, a.mlm_lr, opt,
+                                 [p for _, p in named], mlm_loss)
+        del head, opt
+    opt = make_opt(list(model.named_parameters()), a.lr)
+    step, epoch = run_phase("link", budget * (1 - a.mlm_frac), a.max_steps, a.lr, opt,
+                            list(model.parameters()), link_loss)
+    log(f"trained {mlm_steps} MLM + {step} link steps ({epoch} epochs) in {time.time() - t0:.0f}s since start")
 
     model.float().eval()
     sd = {k: v.detach().float().cpu() for k, v in model.state_dict().items()}
@@ -186,7 +255,7 @@ def main():
     exp_cfg["vocab_size"] = 12800  # as the original config: embeddings hold 12,800 + 4 added tokens
     json.dump(exp_cfg, open(f"{a.out}/config.json", "w"), indent=2)
     res = evaluate(model, tok, device, f"{a.data}/eval", log, a.eval_limit, a.eval_seconds)
-    json.dump({"size": a.size, "params": n_params, "steps": step, "epochs": epoch, "eval": res},
+    json.dump({"size": a.size, "params": n_params, "mlm_frac": a.mlm_frac, "mlm_steps": mlm_steps, "steps": step, "epochs": epoch, "eval": res},
               open(f"{a.out}/eval.json", "w"), indent=2)
     log(f"total {time.time() - t0:.0f}s")
 
