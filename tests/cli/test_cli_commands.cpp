@@ -380,9 +380,6 @@ TEST(CliEval, ClassificationAccuracyFollowsFromKnownEdits) {
 // The same files and model as docs/accuracy.md's PyTorch column (tools/train/evaluate.py on CPU):
 // rexnlu eval must report the same counts.
 TEST(CliEval, MatchesThePyTorchEvaluationOfTheBundledModel) {
-#ifdef __SANITIZE_ADDRESS__
-  GTEST_SKIP() << "numbers only (300 samples take minutes under ASan); the tiny-model tests run the same code";
-#endif
   if (!fs::exists(kDemo + "/model.safetensors")) GTEST_SKIP() << "bundled model not present";
   const Outcome ner = rexnlu({"eval", "--model", kDemo, "--data", kData + "/st_ner_dev.jsonl", "--json"});
   ASSERT_EQ(ner.rc, 0) << ner.err;
