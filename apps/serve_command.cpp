@@ -86,7 +86,8 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--model", args->model, "model directory (default: the bundled model)");
   cmd->add_option("--host", c.host, "address to bind")->capture_default_str();
   cmd->add_option("--port", c.port, "TCP port (0 = any free port, printed on stdout)")->capture_default_str();
-  cmd->add_option("--api-key", c.api_key, "require \"Authorization: Bearer KEY\" on every route but /health");
+  cmd->add_option("--api-key", c.api_key, "require \"Authorization: Bearer KEY\" on every route but /health")
+      ->envname("REXNLU_API_KEY");  // the environment keeps the key out of `ps`
   cmd->add_option("--max-body-bytes", c.max_body_bytes, "larger request bodies get 413")->capture_default_str();
   cmd->add_option("--max-texts", c.max_texts, "texts per request at most")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--max-queue", c.batcher.max_queue, "texts waiting at most; past it 429")->capture_default_str()->check(CLI::PositiveNumber);

@@ -42,9 +42,12 @@ Batcher::Outcome Batcher::run(std::vector<Request> requests, int64_t tokens, Clo
   if (queued_texts_ + texts > config_.max_queue) return {Status::kQueueFull, {}, 1};
   const int64_t backlog = queued_tokens_ + running_tokens_;
   if (backlog > 0 && seconds_per_token_ > 0) {
-    const double wait = static_cast<double>(backlog + tokens) * seconds_per_token_;
-    const double left = std::chrono::duration<double>(deadline - job->enqueued).count();
-    if (wait > left) return {Status::kOverloaded, {}, std::max(1.0, std::ceil(wait - left))};
+    // Conservative: the larger of the average and the last batch's cost, against half the time
+    // left, because bigger batches cost more per token on the CPU engine and the average lags.
+    const double per_token = std::max(seconds_per_token_, last_seconds_per_token_);
+    const double wait = static_cast<double>(backlog + tokens) * per_token;
+    const double budget = 0.5 * std::chrono::duration<double>(deadline - job->enqueued).count();
+    if (wait > budget) return {Status::kOverloaded, {}, std::max(1.0, std::ceil(wait - budget))};
   }
   queue_.push_back(job);
   queued_texts_ += texts;
@@ -142,6 +145,7 @@ void Batcher::work() {
     if (tokens > 0 && spent > 0) {
       const double per_token = spent / static_cast<double>(tokens);
       seconds_per_token_ = seconds_per_token_ == 0 ? per_token : 0.7 * seconds_per_token_ + 0.3 * per_token;
+      last_seconds_per_token_ = per_token;
     }
     size_t next = 0;
     for (const auto& job : batch) {

@@ -24,7 +24,9 @@ namespace rexnlu::server {
 
 struct BatcherConfig {
   int64_t max_queue = 256;       // texts waiting at most; more -> kQueueFull
-  int64_t token_budget = 8192;   // text tokens per batch at most (a larger single job runs alone)
+  // Text tokens per batch at most (a larger single job runs alone). 2048: on the CPU engine a
+  // batch of 64 short requests cost more per request than one of ~10 (docs/benchmarks.md).
+  int64_t token_budget = 2048;
   // How long the worker waits for more jobs after the first one arrives when idle. 0 = batch
   // only what queued up while the previous batch ran (no added latency at low load).
   std::chrono::microseconds max_wait{0};
@@ -71,6 +73,7 @@ class Batcher {
   int64_t queued_tokens_ = 0;
   int64_t running_tokens_ = 0;      // of the batch being run
   double seconds_per_token_ = 0;    // moving average over batches; 0 = nothing measured yet
+  double last_seconds_per_token_ = 0;
   bool stopping_ = false;
   std::thread worker_;
 };

@@ -54,7 +54,7 @@ int64_t resident_bytes() {
 }
 
 // Per handler thread: when the request now being served started (set before routing), so the
-// logger that runs after the response can time it and close the in-flight count.
+// logger that runs after the response can time it.
 thread_local Clock::time_point t_started;
 thread_local bool t_counted = false;
 
@@ -204,7 +204,6 @@ void HttpServer::Impl::install_routes() {
   http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     t_started = Clock::now();
     t_counted = true;
-    metrics.in_flight.fetch_add(1);
     if (config.api_key.empty() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
     const std::string auth = req.get_header_value("Authorization");
     const std::string prefix = "Bearer ";
@@ -219,35 +218,47 @@ void HttpServer::Impl::install_routes() {
     double seconds = 0;
     if (t_counted) {
       seconds = std::chrono::duration<double>(Clock::now() - t_started).count();
-      metrics.in_flight.fetch_sub(1);
       t_counted = false;
     }
     metrics.count_request(route_of(req.path), res.status, seconds);
   });
 
-  http.Get("/", [this](const httplib::Request&, httplib::Response& res) {
+  // Every route handler counts itself in the in-flight gauge for exactly its own duration.
+  auto counted = [this](httplib::Server::Handler handler) {
+    return [this, handler = std::move(handler)](const httplib::Request& req, httplib::Response& res) {
+      metrics.in_flight.fetch_add(1);
+      struct Leave {
+        std::atomic<int64_t>& gauge;
+        ~Leave() { gauge.fetch_sub(1); }
+      } leave{metrics.in_flight};
+      handler(req, res);
+    };
+  };
+  auto get = [&](const char* path, httplib::Server::Handler h) { http.Get(path, counted(std::move(h))); };
+  auto post = [&](const char* path, httplib::Server::Handler h) { http.Post(path, counted(std::move(h))); };
+  get("/", [this](const httplib::Request&, httplib::Response& res) {
     send_file(res, "index.html", "text/html; charset=utf-8");
   });
-  http.Get("/app.js", [this](const httplib::Request&, httplib::Response& res) {
+  get("/app.js", [this](const httplib::Request&, httplib::Response& res) {
     send_file(res, "app.js", "text/javascript; charset=utf-8");
   });
-  http.Get("/style.css", [this](const httplib::Request&, httplib::Response& res) {
+  get("/style.css", [this](const httplib::Request&, httplib::Response& res) {
     send_file(res, "style.css", "text/css; charset=utf-8");
   });
-  http.Get("/health", [this](const httplib::Request&, httplib::Response& res) { handle_health(res); });
-  http.Get("/info", [this](const httplib::Request&, httplib::Response& res) { handle_info(res); });
-  http.Get("/openapi.json", [this](const httplib::Request&, httplib::Response& res) {
+  get("/health", [this](const httplib::Request&, httplib::Response& res) { handle_health(res); });
+  get("/info", [this](const httplib::Request&, httplib::Response& res) { handle_info(res); });
+  get("/openapi.json", [this](const httplib::Request&, httplib::Response& res) {
     send_file(res, "openapi.json", "application/json");
   });
-  http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+  get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     std::string text = metrics.render();
     text += "# HELP process_resident_memory_bytes Resident memory of the service.\n";
     text += "# TYPE process_resident_memory_bytes gauge\n";
     text += "process_resident_memory_bytes " + std::to_string(resident_bytes()) + "\n";
     res.set_content(text, "text/plain; version=0.0.4; charset=utf-8");
   });
-  http.Post("/v1/extract", [this](const httplib::Request& req, httplib::Response& res) { handle_extract(req, res, false); });
-  http.Post("/extract", [this](const httplib::Request& req, httplib::Response& res) { handle_extract(req, res, true); });
+  post("/v1/extract", [this](const httplib::Request& req, httplib::Response& res) { handle_extract(req, res, false); });
+  post("/extract", [this](const httplib::Request& req, httplib::Response& res) { handle_extract(req, res, true); });
 
   // A known route with the wrong method is 405, not 404.
   auto wrong_method = [](const char* allowed) {
