@@ -1,5 +1,6 @@
 // rexnlu command line: one subcommand per job.
 #include <CLI/CLI.hpp>
+#include <malloc.h>
 
 #include <iostream>
 
@@ -11,6 +12,11 @@
 #include "tokenize_command.h"
 
 int main(int argc, char** argv) {
+  // Buffers of 256 KiB and more (activation blocks, BLAS packing buffers, large logits) are mapped
+  // and returned to the system when freed. glibc's default threshold moves up to 32 MiB after the
+  // first large free, after which such buffers fragment the heap arenas and a long-running
+  // `serve` or batch `extract` grows with every new batch shape (docs/benchmarks.md, load test).
+  mallopt(M_MMAP_THRESHOLD, 256 * 1024);
   CLI::App app{"rexnlu: schema-guided Chinese universal NLU (RexUniNLU) in C++"};
   app.require_subcommand(1);
   rexnlu::apps::add_extract_command(app);

@@ -123,6 +123,7 @@ void DebertaV2RexEncoder::run_layer(const Layer& L, const PackedBatch& batch, fl
                                     size_t attn_scratch_floats, Workspace& ws) const {
   const int T = batch.rows();
   const size_t H = static_cast<size_t>(hidden_);
+  const Workspace::Frame frame(ws);  // this layer's buffers are free again for the next layer
   float* qkv = ws.alloc<float>(T * 3 * H);
   kc::linear(h, T, hidden_, L.qkv_weight.data(), L.qkv_bias.data(), 3 * hidden_, qkv, 3 * hidden_);
 
@@ -166,6 +167,7 @@ void DebertaV2RexEncoder::run_layer(const Layer& L, const PackedBatch& batch, fl
 void DebertaV2RexEncoder::run_conv(const PackedBatch& batch, const float* emb, float* h, Workspace& ws) const {
   const int T = batch.rows();
   const size_t H = static_cast<size_t>(hidden_);
+  const Workspace::Frame frame(ws);
   float* conv = ws.alloc<float>(T * H);
   float* keep = ws.alloc<float>(T);  // input_mask per token: its column of the 2D mask has a 1
   for (int b = 0; b < batch.num_sequences(); ++b) {

@@ -33,6 +33,11 @@ int64_t RexUniNluModel::forward_calls() const {
   return forward_calls_;
 }
 
+size_t RexUniNluModel::workspace_bytes() const {
+  std::lock_guard lock(mutex_);
+  return workspace_.capacity_bytes();
+}
+
 void RexUniNluModel::run(const std::vector<SequenceInput>& batch, std::vector<LinkLogits>& logits,
                          std::vector<std::vector<float>>* hidden) {
   ++forward_calls_;

@@ -34,6 +34,9 @@ class RexUniNluModel final : public LinkModel {
   Outputs forward_with_hidden(const std::vector<SequenceInput>& batch);
 
   const io::ModelConfig& config() const { return config_; }
+  // Scratch memory reserved for activations: the peak of the largest batch so far (one layer's
+  // buffers at a time, not the sum over layers).
+  size_t workspace_bytes() const;
 
  private:
   // Runs the batch; fills hidden only when asked. Callers hold mutex_ (the workspace is shared).

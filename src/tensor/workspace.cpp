@@ -23,26 +23,41 @@ Workspace::Block Workspace::make_block(size_t bytes) {
 }
 
 void Workspace::reset() {
-  peak_total_ = std::max(peak_total_, used_total_);
   if (blocks_.size() > 1 || (!blocks_.empty() && blocks_[0].size < peak_total_)) {
     blocks_.clear();  // merge: one block big enough for the largest pass so far
     blocks_.push_back(make_block(peak_total_));
   }
   for (Block& b : blocks_) b.used = 0;
+  current_ = 0;
   used_total_ = 0;
 }
 
 void* Workspace::alloc_bytes(size_t bytes) {
   const size_t need = round_up(std::max<size_t>(bytes, 1));
-  if (blocks_.empty() || blocks_.back().size - blocks_.back().used < need) {
-    // Earlier buffers stay where they are; this block only serves the rest of this pass.
-    blocks_.push_back(make_block(std::max(need, peak_total_ - std::min(peak_total_, used_total_))));
+  // Move on to the next block (empty, released by a Frame) or add one; the rest of the current
+  // block stays unused until reset() merges the blocks.
+  while (!blocks_.empty() && blocks_[current_].size - blocks_[current_].used < need && current_ + 1 < blocks_.size()) {
+    ++current_;
   }
-  Block& b = blocks_.back();
+  if (blocks_.empty() || blocks_[current_].size - blocks_[current_].used < need) {
+    blocks_.push_back(make_block(std::max(need, peak_total_ - std::min(peak_total_, used_total_))));
+    current_ = blocks_.size() - 1;
+  }
+  Block& b = blocks_[current_];
   void* p = b.data.get() + b.used;
   b.used += need;
   used_total_ += need;
+  peak_total_ = std::max(peak_total_, used_total_);
   return p;
+}
+
+void Workspace::release(size_t block, size_t block_used, size_t used_total) {
+  // Blocks added inside the frame stay (reset() merges them) and are reused by the next buffers.
+  // Within one block allocations are stack-like, so one block of peak_total_ bytes always fits.
+  for (size_t i = block + 1; i < blocks_.size(); ++i) blocks_[i].used = 0;
+  if (!blocks_.empty()) blocks_[block].used = block_used;
+  current_ = block;
+  used_total_ = used_total;
 }
 
 size_t Workspace::capacity_bytes() const {

@@ -1,8 +1,10 @@
 // Scratch memory for a forward pass, reused across calls so that the hot loop never allocates.
 // A bump allocator: reset() at the start of a pass, then alloc() buffers that live until the
-// next reset(). When a pass needs more than the current block, an extra block is added for the
-// rest of that pass, and the next reset() merges everything into one block of the peak size, so
-// steady-state passes of the same (or smaller) shape allocate nothing.
+// next reset(), or until the end of the enclosing Frame: a layer's buffers are released when the
+// layer is done, so the peak is one layer's worth, not the sum over all layers. When a pass needs
+// more than the current block, an extra block is added for the rest of that pass, and the next
+// reset() merges everything into one block of the peak size, so steady-state passes of the same
+// (or smaller) shape allocate nothing.
 #pragma once
 
 #include <cstddef>
@@ -26,6 +28,21 @@ class Workspace {
     return static_cast<T*>(alloc_bytes(count * sizeof(T)));
   }
 
+  // Buffers allocated while a Frame lives are released when it ends (frames nest like scopes).
+  class Frame {
+   public:
+    explicit Frame(Workspace& ws)
+        : ws_(ws), block_(ws.current_), used_(ws.blocks_.empty() ? 0 : ws.blocks_[ws.current_].used),
+          total_(ws.used_total_) {}
+    ~Frame() { ws_.release(block_, used_, total_); }
+    Frame(const Frame&) = delete;
+    Frame& operator=(const Frame&) = delete;
+
+   private:
+    Workspace& ws_;
+    size_t block_, used_, total_;  // the state to return to: current block, its use, total use
+  };
+
   size_t capacity_bytes() const;  // bytes currently reserved (for tests and stats)
   size_t used_bytes() const { return used_total_; }
   int block_count() const { return static_cast<int>(blocks_.size()); }
@@ -41,11 +58,14 @@ class Workspace {
   };
 
   void* alloc_bytes(size_t bytes);
+  void release(size_t block, size_t block_used, size_t used_total);
   static Block make_block(size_t bytes);
 
+  // Blocks are filled in order; blocks_[current_] takes the next buffer, later ones are empty.
   std::vector<Block> blocks_;
+  size_t current_ = 0;
   size_t used_total_ = 0;
-  size_t peak_total_ = 0;  // largest used_total_ seen in one pass
+  size_t peak_total_ = 0;  // largest used_total_ seen so far
 };
 
 }  // namespace rexnlu

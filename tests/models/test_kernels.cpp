@@ -272,5 +272,59 @@ TEST(WorkspaceArena, SteadyStateReusesOneBlock) {
   EXPECT_EQ(ws.capacity_bytes(), cap);
 }
 
+TEST(WorkspaceArena, FrameReleasesItsBuffers) {
+  // Sizes are multiples of 16 floats (the 64-byte alignment), so offsets are exact.
+  Workspace ws;
+  for (int pass = 0; pass < 2; ++pass) {
+    ws.reset();
+    float* keep = ws.alloc<float>(112);
+    keep[0] = 7.0f;
+    float* first = nullptr;
+    for (int layer = 0; layer < 4; ++layer) {
+      const Workspace::Frame frame(ws);
+      float* a = ws.alloc<float>(1024);
+      {
+        const Workspace::Frame inner(ws);
+        ws.alloc<float>(3072)[3071] = 1.0f;
+      }
+      float* b = ws.alloc<float>(2048);
+      a[1023] = b[2047] = 1.0f;
+      if (layer == 0) first = a;
+      if (pass == 1) {  // steady state: one block, used like a stack
+        EXPECT_EQ(a, keep + 112);
+        EXPECT_EQ(b, a + 1024);  // the inner frame's 3072 floats were given back
+        EXPECT_EQ(a, first);     // every layer reuses the same memory
+      }
+    }
+    EXPECT_EQ(keep[0], 7.0f);
+    EXPECT_EQ(ws.used_bytes(), 112 * sizeof(float));
+  }
+  EXPECT_EQ(ws.block_count(), 1);
+  // Peak: 112 + 1024 + 3072 floats (one layer with its inner frame), not 4 layers' worth.
+  EXPECT_EQ(ws.capacity_bytes(), (112 + 1024 + 3072) * sizeof(float));
+}
+
+TEST(WorkspaceArena, FrameAcrossAGrowingBlock) {
+  Workspace ws;
+  ws.reset();
+  ws.alloc<float>(10);
+  float* grown = nullptr;
+  for (int layer = 0; layer < 5; ++layer) {  // a first pass larger than any before
+    const Workspace::Frame frame(ws);
+    float* a = ws.alloc<float>(100000);  // does not fit the first block: a second one is added
+    float* b = ws.alloc<float>(100000);  // nor the rest of the second: a third
+    if (layer == 0) grown = a;
+    EXPECT_EQ(a, grown);  // later layers reuse the blocks the first one added
+    a[99999] = b[99999] = 1.0f;
+    EXPECT_EQ(ws.block_count(), 3);
+  }
+  EXPECT_EQ(ws.used_bytes(), 64u);  // 10 floats rounded up to a cache line
+  float* p = ws.alloc<float>(50);
+  p[49] = 1.0f;
+  ws.reset();
+  EXPECT_EQ(ws.block_count(), 1);
+  EXPECT_EQ(ws.capacity_bytes(), 64 + 200000 * sizeof(float));
+}
+
 }  // namespace
 }  // namespace rexnlu::kernels::cpu

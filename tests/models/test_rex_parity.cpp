@@ -159,6 +159,28 @@ TEST(RexParity, RejectsMalformedInputWithAMessage) {
   EXPECT_TRUE(model.forward({}).empty());
 }
 
+// Activations of one layer are released before the next, so the scratch peak of a pass does not
+// grow with depth (a 12-layer model at a 2,048-token batch would otherwise hold ~0.7 GB).
+TEST(RexParity, ScratchMemoryDoesNotGrowWithLayers) {
+  const io::ModelConfig two = io::load_model_config(kModelDir / "config.json");
+  ASSERT_EQ(two.num_hidden_layers, 2);
+  io::ModelConfig one = two;
+  one.num_hidden_layers = 1;
+  const io::TensorStore weights = io::load_safetensors(kModelDir / "model.safetensors");
+  RexUniNluModel shallow(one, weights), deep(two, weights);
+  std::vector<SequenceInput> batch;
+  for (const auto& c : load_cases()) batch.push_back(c.input);
+  for (int pass = 0; pass < 2; ++pass) {  // the first pass grows block by block; the second has one
+    shallow.forward(batch);
+    deep.forward(batch);
+  }
+  EXPECT_GT(shallow.workspace_bytes(), 0u);
+  EXPECT_EQ(deep.workspace_bytes(), shallow.workspace_bytes());
+  const size_t before = deep.workspace_bytes();
+  deep.forward({batch[0]});  // a smaller batch reuses the block
+  EXPECT_EQ(deep.workspace_bytes(), before);
+}
+
 TEST(RexParity, LoadsFromModelDirectory) {
   const auto model = RexUniNluModel::load(kModelDir);
   const auto cases = load_cases();

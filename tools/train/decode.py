@@ -4,8 +4,6 @@ Batched across samples level by level, but every sample sees exactly the forward
 original pipeline makes (one per hint chunk and text window, prefixes in discovery order),
 so the results equal an unbatched run up to float rounding.
 """
-import math
-
 import numpy as np
 import torch
 
@@ -23,8 +21,14 @@ def legal_paths(schema, prefix=()):
     return out
 
 
-def _sig(x):
-    return 1.0 / (1.0 + math.exp(-x))
+def _sig32(x):
+    x = np.float32(x)
+    return np.float32(1.0) / (np.float32(1.0) + np.exp(-x))
+
+
+def _mean3(a, b, c):
+    """(p1 + p2 + p3) / 3 in float32, as the original's 0-d torch tensors compute it, rounded to 4."""
+    return round(float((_sig32(a) + _sig32(b) + _sig32(c)) / np.float32(3.0)), 4)
 
 
 class _State:
@@ -35,7 +39,41 @@ class _State:
         self.mode = "cls" if "[CLASSIFY]" in self.text else ("multi_cls" if "[MULTICLASSIFY]" in self.text else "ext")
         self.marker = "[CLASSIFY]" if self.mode == "cls" else "[MULTICLASSIFY]"
         self.ids, self.offs = tok.tokenize(self.text)
-        self.out = []
+        self.out = []           # ext: output paths
+        self.class_paths = []   # cls / multi_cls: (types, confidences) before the final selection
+        self.mtext, self.insertions = self.text, 0  # cls: the text with the markers the original inserts
+
+
+class _Votes:
+    """pred_info of one hint chunk in classification: occurrences per label path, first-seen order."""
+
+    def __init__(self):
+        self.keys = {}
+
+    def add(self, types, confs):
+        self.keys.setdefault(types, []).append(confs)
+
+    def best(self):
+        """[CLASSIFY]: one key -> its first occurrence; several -> per key the mean of each item over
+        its occurrences, and the largest sum wins (first on ties)."""
+        if not self.keys:
+            return None
+        if len(self.keys) == 1:
+            types, occ = next(iter(self.keys.items()))
+            return types, occ[0]
+        means = [(types, [sum(col) / len(occ) for col in zip(*occ)]) for types, occ in self.keys.items()]
+        return _best_by_sum(means)
+
+    def firsts(self):
+        return [(types, occ[0]) for types, occ in self.keys.items()]
+
+
+def _best_by_sum(cands):
+    best = None
+    for c in cands:
+        if best is None or sum(c[1]) > sum(best[1]):
+            best = c
+    return best
 
 
 class Predictor:
@@ -69,8 +107,32 @@ class Predictor:
             i = j
         return res
 
+    def _cls_windows(self, st, hint):
+        """Windows of one hint chunk in classification (stride 0, spec 7 "long texts"): windows j >= 1
+        get the marker id in front of their text part and lose their last text token, and the marker
+        is inserted into the text at the window's start. Later chunks and levels re-tokenize the
+        mutated text, and each window is decoded against the text as it was after its insertion."""
+        ids, offs = (st.ids, st.offs) if st.insertions == 0 else self.tok.tokenize(st.mtext)
+        wins = R.windows(self.tok, hint, ids, offs, stride=0, max_len=self.max_len)
+        m = len(st.marker)
+        for j, w in enumerate(wins):
+            H, L = w["H"], len(w["input_ids"])
+            if j > 0 and L >= H + 2:
+                s = w["offsets"][H][0]
+                w["input_ids"] = (w["input_ids"][:H] + [self.tok.vocab[st.marker]] + w["input_ids"][H:-2]
+                                  + [w["input_ids"][-1]])
+                w["offsets"] = (w["offsets"][:H] + [(s + (j - 1) * m, s + j * m)]
+                                + [(a + j * m, b + j * m) for a, b in w["offsets"][H:-2]] + [w["offsets"][-1]])
+                pos = min(max(s, 0), len(st.mtext))
+                st.mtext = st.mtext[:pos] + st.marker + st.mtext[pos:]
+                st.insertions += 1
+            w["text"] = st.mtext
+        return wins
+
     def _run(self, states, blank):
         maps = [{(): st.schema} for st in states]
+        for st in states:
+            st.mtext, st.insertions = st.text, 0
         while True:
             jobs = []  # (state index, chunk index, char_map, window)
             for si, st in enumerate(states):
@@ -78,27 +140,31 @@ class Predictor:
                     continue
                 level_types = {pt: list(sub.keys()) for pt, sub in maps[si].items()}
                 for ci, (hint, cm) in enumerate(R.build_hints(self.tok, level_types, hint_max_len=self.hint_max_len)):
-                    wins = R.windows(self.tok, hint, st.ids, st.offs, stride=0 if st.mode != "ext" else self.stride,
-                                     max_len=self.max_len)
-                    if st.mode != "ext":
-                        wins = wins[:1]
+                    if st.mode == "ext":
+                        wins = R.windows(self.tok, hint, st.ids, st.offs, stride=self.stride, max_len=self.max_len)
+                    else:
+                        wins = self._cls_windows(st, hint)
                     for w in wins:
                         jobs.append((si, ci, cm, w))
             if not jobs:
                 return
             logits = self._forward([j[3]["input_ids"] for j in jobs])
             nxt = [dict() for _ in states]
-            cands = [dict() for _ in states]  # cls: chunk -> best (conf_sum, path)
+            votes = [dict() for _ in states]  # cls: chunk index -> _Votes, in chunk order
             for (si, ci, cm, w), z in zip(jobs, logits):
                 st = states[si]
                 if st.mode == "ext":
                     self._decode_ext(st, maps[si], nxt[si], cm, w, z)
                 else:
-                    self._decode_cls(st, maps[si], nxt[si], cands[si], ci, cm, w, z, blank)
+                    self._decode_cls(st, maps[si], nxt[si], votes[si].setdefault(ci, _Votes()), cm, w, z, blank)
             for si, st in enumerate(states):
-                if st.mode == "cls" and cands[si]:
-                    best = max(cands[si].values(), key=lambda c: c[0])
-                    st.out.append(best[1])
+                if st.mode == "cls":
+                    best = _best_by_sum([b for b in (v.best() for v in votes[si].values()) if b is not None])
+                    if best is not None:
+                        st.class_paths.append(best)
+                elif st.mode == "multi_cls":
+                    for v in votes[si].values():
+                        st.class_paths.extend(v.firsts())
             maps = nxt
 
     def _decode_ext(self, st, level_map, nxt, cm, w, z):
@@ -124,50 +190,62 @@ class Predictor:
                 if tuple(p["type"] for p in path) in st.legal:
                     st.out.append(path)
 
-    def _decode_cls(self, st, level_map, nxt, cands, ci, cm, w, z, blank):
-        H = w["H"]
-        if H >= len(w["input_ids"]) or w["input_ids"][H] != self.tok.vocab[st.marker]:
-            return
-        c = H
-        best = None
-        for (pt, t), ti in R.type_token_index(w, cm).items():
-            ok = z[c, c] > 0 and z[c, ti] > 0 and z[ti, c] > 0
-            if not (ok or blank):
+    def _decode_cls(self, st, level_map, nxt, votes, cm, w, z, blank):
+        """Every span linked to a type, as in extraction, scored with the transposed cells (the
+        original reads probs[0, col, row]); only spans that read as the marker vote. Blank mode scores
+        every type on the marker token without thresholds."""
+        H, offs, text, L = w["H"], w["offsets"], w["text"], len(w["input_ids"])
+        type_idx = R.type_token_index(w, cm)
+        found = []  # (head, tail, (pt, t), confidence)
+        if blank:
+            if H < L:
+                found = [(H, H, k, _mean3(z[H, H], z[ti, H], z[H, ti])) for k, ti in type_idx.items()]
+        else:
+            link = z > 0
+            rr, cc = np.nonzero(link[H:, H:])
+            for r, c in zip(rr, cc):
+                r, c = int(r) + H, int(c) + H
+                if r > c:
+                    continue
+                for k, ti in type_idx.items():
+                    if link[r, ti] and link[ti, c]:
+                        found.append((r, c, k, _mean3(z[c, r], z[ti, r], z[c, ti])))
+        for head, tail, (pt, t), conf in found:
+            cs, ce = offs[head][0], offs[tail][1]
+            while cs < len(text) and text[cs] == " ":
+                cs += 1
+            if cs >= len(text):  # the original's IndexError drops it
                 continue
-            conf = round((_sig(z[c, c]) + _sig(z[ti, c]) + _sig(z[c, ti])) / 3, 4)
+            span = text[cs:ce]
             sub = level_map[pt][t]
-            if sub:
-                nxt[pt + ((t, st.marker, (0, len(st.marker)), conf),)] = sub
-            path = [{"type": x[0], "span": x[1], "offset": list(x[2]), "confidence": x[3]} for x in pt]
-            path.append({"type": t, "span": st.marker, "offset": [0, len(st.marker)], "confidence": conf})
-            if tuple(p["type"] for p in path) not in st.legal:
+            key = pt + ((t, span, (cs, ce), conf),)
+            if sub and key not in nxt:  # even a span that is not the marker recurses, as in the original
+                nxt[key] = sub
+            if span != st.marker:
                 continue
-            if st.mode == "multi_cls":
-                st.out.append(path)
-            else:
-                s = sum(p["confidence"] for p in path)
-                if best is None or s > best[0]:
-                    best = (s, path)
-        if best is not None and (ci not in cands or best[0] > cands[ci][0]):
-            cands[ci] = best
+            marked = [x for x in pt if x[1] == st.marker]  # only the marker items form the label path
+            types = tuple(x[0].strip() for x in marked) + (t,)
+            if types in st.legal:
+                votes.add(types, [x[3] for x in marked] + [conf])
 
     def predict(self, samples):
         states = [_State(self.tok, s) for s in samples]
         self._run(states, blank=False)
-        redo = [st for st in states if st.mode != "ext" and not st.out]
+        redo = [st for st in states if st.mode != "ext" and not st.class_paths]
         if redo:
             self._run(redo, blank=True)
         results = []
         for st in states:
-            out = st.out
-            if st.mode != "ext" and out:
-                means = [sum(p["confidence"] for p in path) / len(path) for path in out]
-                if st.mode == "cls":
-                    out = [out[means.index(max(means))]]
-                else:
-                    keep = [i for i, m in enumerate(means) if m > 0.9] or [means.index(max(means))]
-                    out = [out[i] for i in keep]
-                out = [[{k: v for k, v in p.items() if k != "confidence"} for p in path] for path in out]
+            if st.mode == "ext":
+                results.append(st.out)
+                continue
+            out = []
+            if st.class_paths:
+                means = [sum(c) / len(c) for _, c in st.class_paths]
+                top = means.index(max(means))
+                keep = [top] if st.mode == "cls" else ([i for i, m in enumerate(means) if m > 0.9] or [top])
+                n = len(st.marker)
+                out = [[{"type": t, "span": st.marker, "offset": [0, n]} for t in st.class_paths[i][0]] for i in keep]
             results.append(out)
         return results
 
