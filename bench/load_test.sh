@@ -8,7 +8,7 @@
 # not measured). ROUNDS=N repeats each measured run N times back to back (a soak: memory that is
 # flat stays the same from round to round).
 #
-#   [ROUNDS=N] bench/load_test.sh [BUILD_DIR] [DURATION_S] [CONCURRENCIES] [MODELS]
+#   [ROUNDS=N] [SERVE_ARGS="--threads 128 ..."] bench/load_test.sh [BUILD_DIR] [DURATION_S] [CONCURRENCIES] [MODELS]
 #   e.g. bench/load_test.sh build 60 "1 10 64" "bundled fullsize"
 # Only 127.0.0.1 is ever targeted; every run is bounded by DURATION_S.
 set -euo pipefail
@@ -51,7 +51,8 @@ echo "| model | concurrency | round | requests | QPS | p50 ms | p95 ms | p99 ms 
 echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 for model in $models; do
   dir=$(model_dir "$model")
-  "$binary" serve --port 0 --model "$dir" > "$work/serve.out" 2> "$work/serve_$model.err" &
+  # shellcheck disable=SC2086  # SERVE_ARGS: extra `rexnlu serve` options, word-split on purpose
+  "$binary" serve --port 0 --model "$dir" ${SERVE_ARGS:-} > "$work/serve.out" 2> "$work/serve_$model.err" &
   pid=$!
   port=""
   for _ in $(seq 600); do

@@ -65,6 +65,7 @@ struct HttpServer::Impl {
 
   ServerConfig config;
   httplib::Server http;
+  int listen_socket = -1;  // the socket bind() made, to raise its backlog
   Metrics metrics;
 
   std::mutex mutex;  // guards the three below
@@ -271,6 +272,8 @@ void HttpServer::Impl::install_routes() {
   for (const char* path : {"/", "/health", "/info", "/metrics", "/openapi.json"}) http.Post(path, wrong_method("GET"));
 }
 
+constexpr int kListenBacklog = 1024;
+
 HttpServer::HttpServer(ServerConfig config) : impl_(std::make_unique<Impl>(std::move(config))) {
   const int threads = std::max(1, impl_->config.threads);
   impl_->http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
@@ -279,9 +282,10 @@ HttpServer::HttpServer(ServerConfig config) : impl_(std::make_unique<Impl>(std::
   impl_->http.set_keep_alive_timeout(2);  // also bounds how long an idle connection delays shutdown
   // SO_REUSEADDR only: cpp-httplib's default also sets SO_REUSEPORT, which would let a second
   // server bind the same port and silently share its connections.
-  impl_->http.set_socket_options([](socket_t sock) {
+  impl_->http.set_socket_options([impl = impl_.get()](socket_t sock) {
     int yes = 1;
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, reinterpret_cast<const void*>(&yes), sizeof yes);
+    impl->listen_socket = sock;
   });
   impl_->install_routes();
 }
@@ -300,6 +304,12 @@ int HttpServer::bind() {
     port = -1;
   }
   if (port <= 0) throw IoError("cannot listen on " + c.host + ":" + std::to_string(c.port));
+  // cpp-httplib listens with a backlog of 5 (compiled into Debian's libcpp-httplib). When many
+  // clients connect at once while both cores run a batch, the accept queue overflows, the kernel
+  // drops the handshake's last ACK, and those clients' first requests wait for retransmissions
+  // (1, 2, 4, 8 s...): latency that no server-side timer sees (docs/benchmarks.md, load test).
+  // Calling listen() again on the bound socket raises the backlog (capped by net.core.somaxconn).
+  if (impl_->listen_socket >= 0) ::listen(impl_->listen_socket, kListenBacklog);
   return port;
 }
 

@@ -377,26 +377,27 @@ TEST(CliEval, ClassificationAccuracyFollowsFromKnownEdits) {
   EXPECT_DOUBLE_EQ(cls["accuracy"].get<double>(), 0.5);
 }
 
-// The same files and model as docs/accuracy.md's PyTorch column (tools/train/evaluate.py on CPU):
-// rexnlu eval must report the same counts.
+// The same files and model as docs/accuracy.md's PyTorch CPU column (tools/train/evaluate.py):
+// rexnlu eval must report the same counts. Retraining the bundled model changes these numbers:
+// take them from the new PyTorch evaluation, never from rexnlu's own output.
 TEST(CliEval, MatchesThePyTorchEvaluationOfTheBundledModel) {
   if (!fs::exists(kDemo + "/model.safetensors")) GTEST_SKIP() << "bundled model not present";
   const Outcome ner = rexnlu({"eval", "--model", kDemo, "--data", kData + "/st_ner_dev.jsonl", "--json"});
   ASSERT_EQ(ner.rc, 0) << ner.err;
   const Json e = Json::parse(ner.out)["results"]["extraction"];
-  EXPECT_EQ(e["tp"], 31);
-  EXPECT_EQ(e["fp"], 13);
-  EXPECT_EQ(e["fn"], 175);
-  EXPECT_NEAR(e["f1"].get<double>(), 0.2480, 5e-5);
+  EXPECT_EQ(e["tp"], 33);
+  EXPECT_EQ(e["fp"], 16);
+  EXPECT_EQ(e["fn"], 173);
+  EXPECT_NEAR(e["f1"].get<double>(), 0.2588, 5e-5);
   const Outcome absa = rexnlu({"eval", "--model", kDemo, "--data", kData + "/st_absa_dev.jsonl", "--json"});
   ASSERT_EQ(absa.rc, 0) << absa.err;
   const Json a = Json::parse(absa.out)["results"]["extraction"];
-  EXPECT_EQ(a["tp"], 93);
-  EXPECT_EQ(a["fp"], 43);
-  EXPECT_EQ(a["fn"], 95);
+  EXPECT_EQ(a["tp"], 92);
+  EXPECT_EQ(a["fp"], 27);
+  EXPECT_EQ(a["fn"], 96);
   const Outcome tc = rexnlu({"eval", "--model", kDemo, "--data", kData + "/st_tc_single_label_dev.jsonl", "--json"});
   ASSERT_EQ(tc.rc, 0) << tc.err;
-  EXPECT_NEAR(Json::parse(tc.out)["results"]["classification"]["accuracy"].get<double>(), 0.59, 1e-12);
+  EXPECT_NEAR(Json::parse(tc.out)["results"]["classification"]["accuracy"].get<double>(), 0.52, 1e-12);
 }
 
 // ------------------------------------------------------------------ info, bench

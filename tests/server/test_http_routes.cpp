@@ -1,7 +1,12 @@
 // Every route and status code of the HTTP service against a real server on 127.0.0.1 with the
 // bundled tiny model. Extraction results are compared with the original implementation's outputs
 // (tests/data/rexuninlu_tiny/e2e_cases.jsonl).
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -472,6 +477,42 @@ TEST(HttpRoutes, MetricsCountEveryRequestUnderConcurrency) {
   wait_for_metric(c, "rexnlu_http_requests_in_flight", 1);  // this /metrics request
   EXPECT_EQ(metric(c, "rexnlu_model_loaded"), 1);
   EXPECT_GT(metric(c, "process_resident_memory_bytes"), 0);
+}
+
+// A burst of clients connecting while nothing accepts (as when both cores are busy with a batch)
+// must all complete the TCP handshake at once. With cpp-httplib's own backlog of 5, all but ~6 of
+// them would wait for SYN retransmissions (1, 2, 4... s), which showed up as tens of seconds of
+// p99 in the load test.
+TEST(HttpServerSocket, ListenBacklogTakesABurstOfConnections) {
+  ServerConfig config;
+  config.port = 0;
+  HttpServer server(config);
+  const int port = server.bind();  // listening, but no accept loop yet
+  constexpr int kClients = 64;
+  std::vector<pollfd> fds;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  for (int i = 0; i < kClients; ++i) {
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    ASSERT_GE(fd, 0);
+    connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr);  // EINPROGRESS
+    fds.push_back(pollfd{fd, POLLOUT, 0});
+  }
+  int connected = 0;
+  const auto until = std::chrono::steady_clock::now() + 700ms;  // below the first SYN retry (1 s)
+  while (std::chrono::steady_clock::now() < until && connected < kClients) {
+    poll(fds.data(), fds.size(), 50);
+    connected = 0;
+    for (const pollfd& p : fds) {
+      int err = 1;
+      socklen_t len = sizeof err;
+      if ((p.revents & POLLOUT) && getsockopt(p.fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0) ++connected;
+    }
+  }
+  for (const pollfd& p : fds) close(p.fd);
+  EXPECT_EQ(connected, kClients);
 }
 
 }  // namespace
