@@ -4,7 +4,8 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/install_deps.sh"
-"$root/scripts/build.sh" "$root/build" -DREXNLU_BUILD_TESTS=OFF -DREXNLU_BUILD_BENCH=OFF
+# Only the CLI, without touching the test/bench options: scripts/test.sh shares this build folder.
+BUILD_TARGET=rexnlu_cli "$root/scripts/build.sh" "$root/build"
 cli="$root/build/apps/rexnlu"
 echo
 "$cli" info
