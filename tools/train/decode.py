@@ -21,6 +21,13 @@ def legal_paths(schema, prefix=()):
     return out
 
 
+def _skip_spaces(text, cs):
+    """The original moves a span's start past leading spaces (its tail offset stays)."""
+    while cs < len(text) and text[cs] == " ":
+        cs += 1
+    return cs
+
+
 def _sig32(x):
     x = np.float32(x)
     return np.float32(1.0) / (np.float32(1.0) + np.exp(-x))
@@ -177,9 +184,7 @@ class Predictor:
             for (pt, t), ti in type_idx.items():
                 if not (link[head, ti] and link[ti, tail]):
                     continue
-                cs, ce = offs[head][0], offs[tail][1]
-                while cs < len(text) and text[cs] == " ":
-                    cs += 1
+                cs, ce = _skip_spaces(text, offs[head][0]), offs[tail][1]
                 span = text[cs:ce]
                 sub = level_map[pt][t]
                 key = pt + ((t, span, (cs, ce)),)
@@ -211,9 +216,7 @@ class Predictor:
                     if link[r, ti] and link[ti, c]:
                         found.append((r, c, k, _mean3(z[c, r], z[ti, r], z[c, ti])))
         for head, tail, (pt, t), conf in found:
-            cs, ce = offs[head][0], offs[tail][1]
-            while cs < len(text) and text[cs] == " ":
-                cs += 1
+            cs, ce = _skip_spaces(text, offs[head][0]), offs[tail][1]
             if cs >= len(text):  # the original's IndexError drops it
                 continue
             span = text[cs:ce]
