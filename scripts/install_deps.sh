@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs rexnlu's build and test dependencies from Debian's apt (Debian 12). Idempotent.
-# Why each one: docs/dependencies.md.
+# Why each one: docs/dependencies.md. Python packages from PyPI (test and benchmark tools only) are
+# installed on demand by scripts/python_env.sh into virtual environments, never here.
 set -euo pipefail
 packages=(
   build-essential cmake pkg-config       # compiler and build
@@ -13,9 +14,9 @@ packages=(
   libcpp-httplib-dev                     # HTTP service
   libgtest-dev libbenchmark-dev          # tests and micro-benchmarks
   python3-numpy                          # regenerates the full-size random-weight test checkpoint
+  python3-venv                           # scripts/python_env.sh: pinned PyPI tools (browser test, references)
   chromium                               # browser test of the web page (tests/browser), headless
   fonts-wqy-microhei                     # a CJK font, so the page's screenshots show Chinese text
-  nodejs                                 # runs the browser test (playwright-core via npm ci); these machines ship 20
   wrk                                    # HTTP load generator of bench/load_test.sh
 )
 missing=()
