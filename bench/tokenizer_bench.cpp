@@ -2,8 +2,8 @@
 //   tokenizer_bench [TEXTS_JSONL] [MODEL_DIR] [min_seconds=2]
 // Defaults: <repo>/../shared/data/cluener2020/train.json and the bundled model. Prints a table
 // (texts/s, tokens/s, MB/s of UTF-8 input) for encode_raw, encode and the pipeline's pair windows
-// (a level-0 NER hint, max_length 512, stride 32). bench/tokenizer_bench_hf.js measures HF
-// tokenizers (Rust, through its node bindings) on the same texts.
+// (a level-0 NER hint, max_length 512, stride 32). bench/tokenizer_bench_hf.py measures HF
+// tokenizers (Rust, through its Python bindings) on the same texts.
 #include <chrono>
 #include <cstdio>
 #include <fstream>

@@ -1,5 +1,5 @@
 // Every code point through each normalizer step and the pre-tokenizer, against what HF
-// tokenizers 0.23.2 does with it (tests/data/text/hf_char_table.txt, see make_hf_cases.js).
+// tokenizers 0.23.2 does with it (tests/data/text/hf_char_table.txt, see make_hf_cases.py).
 // This pins the Unicode versions: categories of 8.0, NFD of 9.0, lowercase of 17.0.
 #include <gtest/gtest.h>
 

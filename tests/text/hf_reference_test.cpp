@@ -1,7 +1,7 @@
 // Parity with HF tokenizers on strings aimed at each rule (Unicode versions of the categories,
 // NFD, lowercase, CJK ranges, added tokens, 100-char words) and on seeded random strings, for
 // several normalizer settings, plus pair windows from a pre-0.23 release
-// (tests/data/text/hf_rule_cases.jsonl, written by make_hf_cases.js with HF's own library).
+// (tests/data/text/hf_rule_cases.jsonl, written by make_hf_cases.py with HF's own library).
 #include <gtest/gtest.h>
 
 #include <map>
