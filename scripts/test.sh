@@ -6,7 +6,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/install_deps.sh"
 
 echo "== optimized build"
-"$root/scripts/build.sh" "$root/build" -DREXNLU_BUILD_TESTS=ON -DREXNLU_BUILD_BENCH=ON
+"$root/scripts/build.sh" "$root/build" -DREXNLU_BUILD_TESTS=ON -DREXNLU_BUILD_BENCH=ON \
+  -DREXNLU_TEST_PYPI_REFERENCES=ON
 (cd "$root/build" && ctest --output-on-failure -j"$(nproc)")
 
 echo "== sanitizer build (AddressSanitizer + UndefinedBehaviorSanitizer)"
