@@ -123,16 +123,31 @@ TEST(RexParity, AllCasesInOneBatchMatchOriginal) {
   }
 }
 
-TEST(RexParity, BatchedEqualsAloneBitForBit) {
-  // Same kernels, same per-sequence products: packing must not change a single bit.
+TEST(RexParity, BatchedEqualsAlone) {
+  // Same kernels, same per-sequence products: packing may change only the last bits. It is
+  // bit-identical where the BLAS's summation order does not depend on the number of rows (oneDNN
+  // with AVX-512); oneDNN's AVX2 sgemm picks row-count-dependent kernels (the AMD EPYC CI machine),
+  // so the test asserts a difference well below the parity tolerance and identical link decisions.
   auto& model = tiny_model();
   const auto cases = load_cases();
   std::vector<SequenceInput> batch = {cases[3].input, cases[14].input, cases[7].input};
   const auto together = model.forward(batch);
+  size_t values = 0, identical = 0;
+  double worst = 0;
   for (size_t i = 0; i < batch.size(); ++i) {
     const auto alone = model.forward({batch[i]});
-    EXPECT_EQ(alone[0], together[i]) << "sequence " << i;
+    ASSERT_EQ(alone[0].size(), together[i].size()) << "sequence " << i;
+    for (size_t k = 0; k < alone[0].size(); ++k) {
+      const float a = alone[0][k], t = together[i][k];
+      ++values;
+      identical += a == t;
+      worst = std::max(worst, std::abs(double(a) - t) / std::max(1.0, std::abs(double(a))));
+      if (std::abs(a) > 1e-3f) EXPECT_EQ(a > 0, t > 0) << "sequence " << i << " logit " << k << ": " << a << " vs " << t;
+    }
   }
+  std::printf("batched vs alone: %zu of %zu logits bit-identical, max scaled difference %.3g\n", identical,
+              values, worst);
+  EXPECT_LE(worst, 5e-5);  // half the parity tolerance; 1.3e-5 measured on the AVX2 machine
 }
 
 TEST(RexParity, RejectsMalformedInputWithAMessage) {
