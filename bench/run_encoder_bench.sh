@@ -12,25 +12,9 @@ THREADS="${3:-2}"
 PY=/usr/bin/python3
 mkdir -p "$WORK"
 
-if [[ ! -f "$WORK/model/model.safetensors" ]]; then
-  echo "generating full-size random weights in $WORK/model ..." >&2
-  "$PY" "$ROOT/tools/compare_original/fullsize_case.py" "$WORK/model" >&2
-fi
-
-# Cases: batch 1 at L = 64..512, and batch 8 / 32 at L = 128. Prompt-shaped inputs (custom
-# position ids, sibling types masked from each other) as fullsize_case.make_inputs builds them.
-"$PY" - "$ROOT" "$WORK/cases.json" <<'PYEOF'
-import json, sys
-sys.path.insert(0, sys.argv[1] + "/tools/compare_original")
-from fullsize_case import make_inputs
-cases = []
-for name, L, batch in (("L64_b1", 64, 1), ("L128_b1", 128, 1), ("L256_b1", 256, 1), ("L512_b1", 512, 1),
-                       ("L128_b8", 128, 8), ("L128_b32", 128, 32)):
-    c = make_inputs(L, 3, 4, 1000 + L)
-    c.update(name=name, batch=batch)
-    cases.append(c)
-json.dump(cases, open(sys.argv[2], "w"))
-PYEOF
+# Cases: batch 1 at L = 64..512, and batch 8 / 32 at L = 128 (bench/bench_cases.py: full-size
+# random weights in $WORK/model, written once, and prompt-shaped inputs in $WORK/cases.json).
+"$PY" "$ROOT/bench/bench_cases.py" "$WORK" L64_b1 L128_b1 L256_b1 L512_b1 L128_b8 L128_b32
 
 ROUNDS="${ROUNDS:-3}"
 echo "== $(date -u +%FT%TZ) $(uname -n), $(nproc) cores, load: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
@@ -48,21 +32,11 @@ done
 "$PY" "$ROOT/tools/torch_reference/bench_torch.py" "$WORK/model" "$WORK/cases.json" "$THREADS" 1 L64_b1,L128_b1 > "$WORK/pytorch_default.jsonl"
 echo "== load after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 
-"$PY" - "$WORK" <<'PYEOF'
-import json, re, sys
+"$PY" - "$WORK" "$ROOT" <<'PYEOF'
+import re, sys
 w = sys.argv[1]
-import statistics
-def combine(path):  # rounds -> one record per case: best ms_min, median of the rounds' medians
-    by = {}
-    for r in map(json.loads, open(path)):
-        by.setdefault(r["name"], []).append(r)
-    out = {}
-    for n, rs in by.items():
-        r = dict(rs[0])
-        r["ms_min"] = min(x["ms_min"] for x in rs)
-        r["ms_median"] = statistics.median(x["ms_median"] for x in rs)
-        out[n] = r
-    return out
+sys.path.insert(0, sys.argv[2] + "/bench")
+from bench_cases import combine  # rounds -> one record per case: best ms_min, median of the medians
 rex = combine(w + "/rexnlu.jsonl")
 pt_default = combine(w + "/pytorch_default.jsonl")
 pt_forced = combine(w + "/pytorch_skylakex.jsonl")

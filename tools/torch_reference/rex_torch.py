@@ -146,7 +146,8 @@ class RexTorch(nn.Module):
 
     def rope(self, x, pos):
         # theta[t, 2m] = theta[t, 2m+1] = pos_t * freqs[m]; adjacent pairs rotate (GPT-J style)
-        theta = (pos.to(self.freqs.dtype).unsqueeze(-1) * self.freqs).repeat_interleave(2, dim=-1)
+        theta = pos.to(self.freqs.dtype).unsqueeze(-1) * self.freqs
+        theta = torch.stack((theta, theta), dim=-1).flatten(-2)  # repeat_interleave(2, -1): torch 1.13 mis-exports it
         x2 = torch.stack((-x[..., 1::2], x[..., 0::2]), dim=-1).flatten(-2)  # rotate_half, interleaved
         return x * theta.cos() + x2 * theta.sin()
 
