@@ -1,0 +1,228 @@
+// Fused DeBERTa-v2 disentangled attention over a packed batch (semantics: the CPU kernel in
+// src/kernels/cpu/disentangled_attention.cpp, spec section 3):
+//   S[i,j] = Q_i·K_j/s + (Q_i·Kr[idx] + K_j·Qr[idx])/s,  idx = clamp(pos_i - pos_j + rel_rows/2, 0, rel_rows-1)
+//   P = XSoftmax(S, mask);  out_i = sum_j P[i,j] V_j
+// One block = one sequence, one head, kBq query rows. It walks the keys in chunks of kBk; for
+// each chunk only the relative rows [idx_min, idx_max] that (query tile x key chunk) can index
+// are loaded, kBr at a time, and the products Q·Kr^T (kBq x kBr) and K·Qr^T (kBk x kBr) are
+// formed in shared memory and gathered at once into the score rows, which stay in shared
+// memory (kBq x L) until the softmax and P·V. fp32 arithmetic throughout (CUDA cores).
+#include <string>
+
+#include "kernels/cuda/ops.h"
+#include "kernels/cuda/types.cuh"
+#include "rexnlu/error.h"
+
+namespace rexnlu::kernels::cuda {
+
+namespace {
+
+constexpr int kBq = 8;        // query rows per block
+constexpr int kBk = 32;       // keys per chunk
+constexpr int kBr = 32;       // relative-embedding rows per step
+constexpr int kThreads = 128;
+
+template <int D>
+struct Smem {
+  static constexpr int P = D + 1;  // padded row: lanes reading different rows hit different banks
+  // floats: Q tile, K (or V) chunk, Kr and Qr steps, C = Q·Kr^T, E = K·Qr^T; then kBq x L scores
+  static constexpr int fixed = kBq * D + kBk * P + 2 * kBr * P + kBq * (kBr + 1) + kBk * (kBr + 1);
+  static size_t bytes(int max_length) {
+    const int lpad = (max_length + kBk - 1) / kBk * kBk;
+    return sizeof(float) * (static_cast<size_t>(fixed) + static_cast<size_t>(kBq) * lpad) + sizeof(int) * (kBq + kBk);
+  }
+};
+
+template <typename T>
+__device__ __forceinline__ void load_rows(float* dst, int pitch, const T* src, size_t ld, int rows, int valid, int D) {
+  for (int e = threadIdx.x; e < rows * D; e += kThreads) {
+    const int r = e / D, c = e % D;
+    dst[r * pitch + c] = r < valid ? to_f32(src[r * ld + c]) : 0.0f;
+  }
+}
+
+template <typename T, int D>
+__global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs a) {
+  using S = Smem<D>;
+  constexpr int P = S::P;
+  const int b = blockIdx.z, h = blockIdx.y, i0 = blockIdx.x * kBq;
+  const int row0 = a.batch.offsets[b];
+  const int L = a.batch.offsets[b + 1] - row0;
+  if (i0 >= L) return;
+  const int nq = min(kBq, L - i0);
+  const int lpad = (a.batch.max_length + kBk - 1) / kBk * kBk;
+  const int half = a.rel_rows / 2;
+  const float inv_scale = 1.0f / a.scale;
+
+  extern __shared__ float smem[];
+  float* qs = smem;              // [kBq][D]
+  float* ks = qs + kBq * D;      // [kBk][P], K chunk, later V chunk
+  float* krs = ks + kBk * P;     // [kBr][P]
+  float* qrs = krs + kBr * P;    // [kBr][P]
+  float* cm = qrs + kBr * P;     // [kBq][kBr+1]: Q_i · Kr_r
+  float* em = cm + kBq * (kBr + 1);  // [kBk][kBr+1]: K_j · Qr_r
+  float* sc = em + kBk * (kBr + 1);  // [kBq][lpad] scores, then probabilities
+  int* posq = reinterpret_cast<int*>(sc + kBq * lpad);
+  int* posk = posq + kBq;
+
+  const T* q = static_cast<const T*>(a.q) + static_cast<size_t>(row0) * a.ld_qkv + h * D;
+  const T* k = static_cast<const T*>(a.k) + static_cast<size_t>(row0) * a.ld_qkv + h * D;
+  const T* v = static_cast<const T*>(a.v) + static_cast<size_t>(row0) * a.ld_qkv + h * D;
+  const T* q_rel = static_cast<const T*>(a.q_rel) + h * D;
+  const T* k_rel = static_cast<const T*>(a.k_rel) + h * D;
+  const int32_t* pos = a.batch.position_ids + row0;
+  const uint8_t* mask = a.batch.masks + a.batch.mask_offsets[b];
+
+  load_rows(qs, D, q + static_cast<size_t>(i0) * a.ld_qkv, a.ld_qkv, kBq, nq, D);
+  if (threadIdx.x < kBq) posq[threadIdx.x] = threadIdx.x < nq ? pos[i0 + threadIdx.x] : pos[i0];
+  __syncthreads();
+  int qmin = posq[0], qmax = posq[0];
+  for (int i = 1; i < nq; ++i) qmin = min(qmin, posq[i]), qmax = max(qmax, posq[i]);
+
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;  // 4 warps
+  for (int j0 = 0; j0 < L; j0 += kBk) {
+    const int nk = min(kBk, L - j0);
+    __syncthreads();  // previous chunk's ks/posk no longer read
+    load_rows(ks, P, k + static_cast<size_t>(j0) * a.ld_qkv, a.ld_qkv, kBk, nk, D);
+    if (threadIdx.x < kBk) posk[threadIdx.x] = threadIdx.x < nk ? pos[j0 + threadIdx.x] : pos[j0];
+    __syncthreads();
+    int kmin = posk[0], kmax = posk[0];
+    for (int j = 1; j < nk; ++j) kmin = min(kmin, posk[j]), kmax = max(kmax, posk[j]);
+
+    // Content term; thread owns pairs (i = warp + 4u, j = lane) for u = 0, 1.
+    float s[kBq / 4];
+    int idx[kBq / 4];
+#pragma unroll
+    for (int u = 0; u < kBq / 4; ++u) {
+      const int i = warp + 4 * u;
+      float acc = 0.0f;
+#pragma unroll 16
+      for (int d = 0; d < D; ++d) acc = fmaf(qs[i * D + d], ks[lane * P + d], acc);
+      s[u] = acc * inv_scale;
+      idx[u] = min(max(posq[i] - posk[lane] + half, 0), a.rel_rows - 1);
+    }
+    // Position terms: only the relative rows this tile x chunk can index.
+    const int rlo = min(max(qmin - kmax + half, 0), a.rel_rows - 1);
+    const int rhi = min(max(qmax - kmin + half, 0), a.rel_rows - 1);
+    for (int r0 = rlo; r0 <= rhi; r0 += kBr) {
+      const int nr = min(kBr, rhi - r0 + 1);
+      __syncthreads();  // previous step's krs/qrs/cm/em no longer read
+      load_rows(krs, P, k_rel + static_cast<size_t>(r0) * a.ld_rel, a.ld_rel, kBr, nr, D);
+      load_rows(qrs, P, q_rel + static_cast<size_t>(r0) * a.ld_rel, a.ld_rel, kBr, nr, D);
+      __syncthreads();
+      // C[i][r] = Q_i · Kr_r: thread owns (i = warp + 4u, r = lane).
+#pragma unroll
+      for (int u = 0; u < kBq / 4; ++u) {
+        const int i = warp + 4 * u;
+        float acc = 0.0f;
+#pragma unroll 16
+        for (int d = 0; d < D; ++d) acc = fmaf(qs[i * D + d], krs[lane * P + d], acc);
+        cm[i * (kBr + 1) + lane] = acc;
+      }
+      // E[j][r] = K_j · Qr_r: thread owns (j = warp + 4u, r = lane), u = 0..7.
+      float e[kBk / 4] = {};
+#pragma unroll 8
+      for (int d = 0; d < D; ++d) {
+        const float qr = qrs[lane * P + d];
+#pragma unroll
+        for (int u = 0; u < kBk / 4; ++u) e[u] = fmaf(ks[(warp + 4 * u) * P + d], qr, e[u]);
+      }
+#pragma unroll
+      for (int u = 0; u < kBk / 4; ++u) em[(warp + 4 * u) * (kBr + 1) + lane] = e[u];
+      __syncthreads();
+#pragma unroll
+      for (int u = 0; u < kBq / 4; ++u) {
+        const int rr = idx[u] - r0;
+        if (rr >= 0 && rr < nr) s[u] += (cm[(warp + 4 * u) * (kBr + 1) + rr] + em[lane * (kBr + 1) + rr]) * inv_scale;
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kBq / 4; ++u)
+      if (lane < nk) sc[(warp + 4 * u) * lpad + j0 + lane] = s[u];
+  }
+  __syncthreads();
+
+  // XSoftmax per row: warp w takes rows w and w + 4.
+  for (int i = warp; i < nq; i += 4) {
+    float* srow = sc + i * lpad;
+    const uint8_t* m = mask + static_cast<size_t>(i0 + i) * L;
+    float mx = -INFINITY;
+    for (int j = lane; j < L; j += 32)
+      if (m[j]) mx = fmaxf(mx, srow[j]);
+    for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+    float sum = 0.0f;
+    for (int j = lane; j < L; j += 32) {
+      const float p = (m[j] && mx != -INFINITY) ? expf(srow[j] - mx) : 0.0f;
+      srow[j] = p;
+      sum += p;
+    }
+    for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;  // fully masked row stays all zeros
+    for (int j = lane; j < L; j += 32) srow[j] *= inv;
+  }
+
+  // out_i = P_i · V: thread owns outputs (i, d) with i*D + d = threadIdx.x + kThreads*u.
+  constexpr int kOut = (kBq * D + kThreads - 1) / kThreads;
+  float acc[kOut] = {};
+  for (int j0 = 0; j0 < L; j0 += kBk) {
+    const int nk = min(kBk, L - j0);
+    __syncthreads();
+    load_rows(ks, P, v + static_cast<size_t>(j0) * a.ld_qkv, a.ld_qkv, kBk, nk, D);
+    __syncthreads();
+#pragma unroll
+    for (int u = 0; u < kOut; ++u) {
+      const int o = threadIdx.x + kThreads * u;
+      if (o >= kBq * D) break;
+      const int i = o / D, d = o % D;
+      float sacc = acc[u];
+      for (int j = 0; j < nk; ++j) sacc = fmaf(sc[i * lpad + j0 + j], ks[j * P + d], sacc);
+      acc[u] = sacc;
+    }
+  }
+  T* out = static_cast<T*>(a.out) + static_cast<size_t>(row0 + i0) * a.ld_out + h * D;
+#pragma unroll
+  for (int u = 0; u < kOut; ++u) {
+    const int o = threadIdx.x + kThreads * u;
+    if (o >= kBq * D) break;
+    const int i = o / D, d = o % D;
+    if (i < nq) out[static_cast<size_t>(i) * a.ld_out + d] = from_f32<T>(acc[u]);
+  }
+}
+
+template <typename T, int D>
+void launch(const AttentionArgs& a, cudaStream_t stream) {
+  const size_t smem = Smem<D>::bytes(a.batch.max_length);
+  int device = 0, limit = 0;
+  check(cudaGetDevice(&device), "cuda::disentangled_attention");
+  check(cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device), "cuda::disentangled_attention");
+  if (smem > static_cast<size_t>(limit))
+    throw InternalError("cuda::disentangled_attention: sequences of " + std::to_string(a.batch.max_length) +
+                        " tokens need " + std::to_string(smem) + " bytes of shared memory, the device has " +
+                        std::to_string(limit));
+  check(cudaFuncSetAttribute(attention_kernel<T, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
+        "cuda::disentangled_attention smem");
+  const dim3 grid((a.batch.max_length + kBq - 1) / kBq, a.num_heads, a.batch.num_sequences);
+  attention_kernel<T, D><<<grid, kThreads, smem, stream>>>(a);
+  check_launch("cuda::disentangled_attention");
+}
+
+}  // namespace
+
+void disentangled_attention(const AttentionArgs& a, cudaStream_t stream) {
+  if (a.batch.num_sequences <= 0) return;
+  if (a.rel_rows <= 0) throw InternalError("cuda::disentangled_attention: rel_rows must be > 0");
+  dispatch_float_type(a.type, "cuda::disentangled_attention", [&](auto tag) {
+    using T = decltype(tag);
+    switch (a.head_dim) {
+      case 16: launch<T, 16>(a, stream); break;
+      case 32: launch<T, 32>(a, stream); break;
+      case 64: launch<T, 64>(a, stream); break;
+      case 128: launch<T, 128>(a, stream); break;
+      default:
+        throw InternalError("cuda::disentangled_attention: head_dim " + std::to_string(a.head_dim) +
+                            " (supported: 16, 32, 64, 128)");
+    }
+  });
+}
+
+}  // namespace rexnlu::kernels::cuda
