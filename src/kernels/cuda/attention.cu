@@ -4,9 +4,10 @@
 //   P = XSoftmax(S, mask);  out_i = sum_j P[i,j] V_j
 // One block = one sequence, one head, kBq query rows. It walks the keys in chunks of kBk; for
 // each chunk only the relative rows [idx_min, idx_max] that (query tile x key chunk) can index
-// are loaded, kBr at a time, and the products Q·Kr^T (kBq x kBr) and K·Qr^T (kBk x kBr) are
-// formed in shared memory and gathered at once into the score rows, which stay in shared
-// memory (kBq x L) until the softmax and P·V. fp32 arithmetic throughout (CUDA cores).
+// are staged in shared memory, kBr at a time (one step when positions run contiguously), and
+// each (i, j) pair gathers its own Kr/Qr row there: two extra dot products per pair, no
+// c2p/p2c matrix anywhere. The score rows stay in shared memory (kBq x L) until the softmax
+// and P·V. fp32 arithmetic throughout (CUDA cores).
 #include <string>
 
 #include "kernels/cuda/ops.h"
@@ -19,14 +20,14 @@ namespace {
 
 constexpr int kBq = 8;        // query rows per block
 constexpr int kBk = 32;       // keys per chunk
-constexpr int kBr = 32;       // relative-embedding rows per step
+constexpr int kBr = 64;       // relative-embedding rows per step
 constexpr int kThreads = 128;
 
 template <int D>
 struct Smem {
   static constexpr int P = D + 1;  // padded row: lanes reading different rows hit different banks
-  // floats: Q tile, K (or V) chunk, Kr and Qr steps, C = Q·Kr^T, E = K·Qr^T; then kBq x L scores
-  static constexpr int fixed = kBq * D + kBk * P + 2 * kBr * P + kBq * (kBr + 1) + kBk * (kBr + 1);
+  // floats: Q tile, K (or V) chunk, Kr and Qr steps; then kBq x L scores
+  static constexpr int fixed = kBq * D + kBk * P + 2 * kBr * P;
   static size_t bytes(int max_length) {
     const int lpad = (max_length + kBk - 1) / kBk * kBk;
     return sizeof(float) * (static_cast<size_t>(fixed) + static_cast<size_t>(kBq) * lpad) + sizeof(int) * (kBq + kBk);
@@ -59,9 +60,7 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs a) {
   float* ks = qs + kBq * D;      // [kBk][P], K chunk, later V chunk
   float* krs = ks + kBk * P;     // [kBr][P]
   float* qrs = krs + kBr * P;    // [kBr][P]
-  float* cm = qrs + kBr * P;     // [kBq][kBr+1]: Q_i · Kr_r
-  float* em = cm + kBq * (kBr + 1);  // [kBk][kBr+1]: K_j · Qr_r
-  float* sc = em + kBk * (kBr + 1);  // [kBq][lpad] scores, then probabilities
+  float* sc = qrs + kBr * P;     // [kBq][lpad] scores, then probabilities
   int* posq = reinterpret_cast<int*>(sc + kBq * lpad);
   int* posk = posq + kBq;
 
@@ -106,34 +105,25 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs a) {
     const int rhi = min(max(qmax - kmin + half, 0), a.rel_rows - 1);
     for (int r0 = rlo; r0 <= rhi; r0 += kBr) {
       const int nr = min(kBr, rhi - r0 + 1);
-      __syncthreads();  // previous step's krs/qrs/cm/em no longer read
+      __syncthreads();  // previous step's krs/qrs no longer read
       load_rows(krs, P, k_rel + static_cast<size_t>(r0) * a.ld_rel, a.ld_rel, kBr, nr, D);
       load_rows(qrs, P, q_rel + static_cast<size_t>(r0) * a.ld_rel, a.ld_rel, kBr, nr, D);
-      __syncthreads();
-      // C[i][r] = Q_i · Kr_r: thread owns (i = warp + 4u, r = lane).
-#pragma unroll
-      for (int u = 0; u < kBq / 4; ++u) {
-        const int i = warp + 4 * u;
-        float acc = 0.0f;
-#pragma unroll 16
-        for (int d = 0; d < D; ++d) acc = fmaf(qs[i * D + d], krs[lane * P + d], acc);
-        cm[i * (kBr + 1) + lane] = acc;
-      }
-      // E[j][r] = K_j · Qr_r: thread owns (j = warp + 4u, r = lane), u = 0..7.
-      float e[kBk / 4] = {};
-#pragma unroll 8
-      for (int d = 0; d < D; ++d) {
-        const float qr = qrs[lane * P + d];
-#pragma unroll
-        for (int u = 0; u < kBk / 4; ++u) e[u] = fmaf(ks[(warp + 4 * u) * P + d], qr, e[u]);
-      }
-#pragma unroll
-      for (int u = 0; u < kBk / 4; ++u) em[(warp + 4 * u) * (kBr + 1) + lane] = e[u];
       __syncthreads();
 #pragma unroll
       for (int u = 0; u < kBq / 4; ++u) {
         const int rr = idx[u] - r0;
-        if (rr >= 0 && rr < nr) s[u] += (cm[(warp + 4 * u) * (kBr + 1) + rr] + em[lane * (kBr + 1) + rr]) * inv_scale;
+        if (rr < 0 || rr >= nr) continue;
+        const float* qi = qs + (warp + 4 * u) * D;
+        const float* kj = ks + lane * P;
+        const float* kr = krs + rr * P;
+        const float* qr = qrs + rr * P;
+        float c2p = 0.0f, p2c = 0.0f;
+#pragma unroll 16
+        for (int d = 0; d < D; ++d) {
+          c2p = fmaf(qi[d], kr[d], c2p);
+          p2c = fmaf(kj[d], qr[d], p2c);
+        }
+        s[u] += (c2p + p2c) * inv_scale;
       }
     }
 #pragma unroll

@@ -11,9 +11,12 @@ namespace rexnlu::kernels::cuda {
 
 namespace {
 
-constexpr int kTile = 64;   // output tile kTile x kTile per block
-constexpr int kDepth = 16;  // dims per shared-memory step
-constexpr int kThreads = 256;  // 16 x 16 threads, 4 x 4 outputs each
+// Small tiles: at batch 1 a sequence has few of them, and each block's loop over the 768 dims
+// is latency-bound, so more blocks beat more reuse per block.
+constexpr int kTile = 32;   // output tile kTile x kTile per block
+constexpr int kDepth = 32;  // dims per shared-memory step
+constexpr int kThreads = 256;  // 16 x 16 threads, 2 x 2 outputs each
+constexpr int kPer = kTile / 16;
 
 __global__ void link_scores_kernel(LinkScoresArgs a) {
   const int b = blockIdx.z;
@@ -23,7 +26,7 @@ __global__ void link_scores_kernel(LinkScoresArgs a) {
   if (i0 >= L || j0 >= L) return;
   __shared__ float qs[kDepth][kTile + 4], ks[kDepth][kTile + 4];
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
-  float acc[4][4] = {};
+  float acc[kPer][kPer] = {};
   for (int d0 = 0; d0 < a.dim; d0 += kDepth) {
     for (int e = threadIdx.x; e < kTile * kDepth; e += kThreads) {
       const int r = e / kDepth, d = e % kDepth;
@@ -34,22 +37,22 @@ __global__ void link_scores_kernel(LinkScoresArgs a) {
     __syncthreads();
 #pragma unroll
     for (int d = 0; d < kDepth; ++d) {
-      float qv[4], kv[4];
+      float qv[kPer], kv[kPer];
 #pragma unroll
-      for (int u = 0; u < 4; ++u) {
+      for (int u = 0; u < kPer; ++u) {
         qv[u] = qs[d][ty + 16 * u];
         kv[u] = ks[d][tx + 16 * u];
       }
 #pragma unroll
-      for (int u = 0; u < 4; ++u)
+      for (int u = 0; u < kPer; ++u)
 #pragma unroll
-        for (int w = 0; w < 4; ++w) acc[u][w] = fmaf(qv[u], kv[w], acc[u][w]);
+        for (int w = 0; w < kPer; ++w) acc[u][w] = fmaf(qv[u], kv[w], acc[u][w]);
     }
     __syncthreads();
   }
   const int64_t zbase = a.batch.mask_offsets[b];
-  for (int u = 0; u < 4; ++u)
-    for (int w = 0; w < 4; ++w) {
+  for (int u = 0; u < kPer; ++u)
+    for (int w = 0; w < kPer; ++w) {
       const int i = i0 + ty + 16 * u, j = j0 + tx + 16 * w;
       if (i >= L || j >= L) continue;
       const float z = acc[u][w];
