@@ -18,12 +18,12 @@ namespace rexnlu::kernels::cuda {
 
 namespace {
 
-constexpr int kBq = 8;        // query rows per block
 constexpr int kBk = 32;       // keys per chunk
 constexpr int kBr = 64;       // relative-embedding rows per step
 constexpr int kThreads = 128;
 
-template <int D>
+// kBq = query rows per block: 16 where the grid still fills the GPU twice over, else 8.
+template <int kBq, int D>
 struct Smem {
   static constexpr int P = D + 1;  // padded row: lanes reading different rows hit different banks
   // floats: Q tile, K (or V) chunk, Kr and Qr steps; then kBq x L scores
@@ -34,17 +34,24 @@ struct Smem {
   }
 };
 
-template <typename T>
-__device__ __forceinline__ void load_rows(float* dst, int pitch, const T* src, size_t ld, int rows, int valid, int D) {
-  for (int e = threadIdx.x; e < rows * D; e += kThreads) {
-    const int r = e / D, c = e % D;
-    dst[r * pitch + c] = r < valid ? to_f32(src[r * ld + c]) : 0.0f;
+// Rows [0, rows) of D values (16-byte loads; launch() checks the alignment) to fp32 rows of
+// `pitch` floats in shared memory.
+template <typename T, int D>
+__device__ __forceinline__ void load_rows(float* dst, int pitch, const T* src, size_t ld, int rows) {
+  constexpr int kVec = 16 / sizeof(T);
+  constexpr int kChunks = D / kVec;
+  for (int e = threadIdx.x; e < rows * kChunks; e += kThreads) {
+    const int r = e / kChunks, c = (e % kChunks) * kVec;
+    const uint4 raw = *reinterpret_cast<const uint4*>(src + r * ld + c);
+    const T* v = reinterpret_cast<const T*>(&raw);
+#pragma unroll
+    for (int u = 0; u < kVec; ++u) dst[r * pitch + c + u] = to_f32(v[u]);
   }
 }
 
-template <typename T, int D>
+template <typename T, int kBq, int D>
 __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs a) {
-  using S = Smem<D>;
+  using S = Smem<kBq, D>;
   constexpr int P = S::P;
   const int b = blockIdx.z, h = blockIdx.y, i0 = blockIdx.x * kBq;
   const int row0 = a.batch.offsets[b];
@@ -72,7 +79,9 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs a) {
   const int32_t* pos = a.batch.position_ids + row0;
   const uint8_t* mask = a.batch.masks + a.batch.mask_offsets[b];
 
-  load_rows(qs, D, q + static_cast<size_t>(i0) * a.ld_qkv, a.ld_qkv, kBq, nq, D);
+  for (int e = threadIdx.x; e < kBq * D; e += kThreads) qs[e] = 0.0f;  // rows past nq stay finite
+  __syncthreads();
+  load_rows<T, D>(qs, D, q + static_cast<size_t>(i0) * a.ld_qkv, a.ld_qkv, nq);
   if (threadIdx.x < kBq) posq[threadIdx.x] = threadIdx.x < nq ? pos[i0 + threadIdx.x] : pos[i0];
   __syncthreads();
   int qmin = posq[0], qmax = posq[0];
@@ -82,13 +91,14 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs a) {
   for (int j0 = 0; j0 < L; j0 += kBk) {
     const int nk = min(kBk, L - j0);
     __syncthreads();  // previous chunk's ks/posk no longer read
-    load_rows(ks, P, k + static_cast<size_t>(j0) * a.ld_qkv, a.ld_qkv, kBk, nk, D);
+    load_rows<T, D>(ks, P, k + static_cast<size_t>(j0) * a.ld_qkv, a.ld_qkv, nk);
     if (threadIdx.x < kBk) posk[threadIdx.x] = threadIdx.x < nk ? pos[j0 + threadIdx.x] : pos[j0];
     __syncthreads();
     int kmin = posk[0], kmax = posk[0];
     for (int j = 1; j < nk; ++j) kmin = min(kmin, posk[j]), kmax = max(kmax, posk[j]);
 
-    // Content term; thread owns pairs (i = warp + 4u, j = lane) for u = 0, 1.
+    // Content term; thread owns pairs (i = warp + 4u, j = lane), u < kBq/4. Key rows past nk
+    // hold stale values: their scores are never stored.
     float s[kBq / 4];
     int idx[kBq / 4];
 #pragma unroll
@@ -106,8 +116,8 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs a) {
     for (int r0 = rlo; r0 <= rhi; r0 += kBr) {
       const int nr = min(kBr, rhi - r0 + 1);
       __syncthreads();  // previous step's krs/qrs no longer read
-      load_rows(krs, P, k_rel + static_cast<size_t>(r0) * a.ld_rel, a.ld_rel, kBr, nr, D);
-      load_rows(qrs, P, q_rel + static_cast<size_t>(r0) * a.ld_rel, a.ld_rel, kBr, nr, D);
+      load_rows<T, D>(krs, P, k_rel + static_cast<size_t>(r0) * a.ld_rel, a.ld_rel, nr);
+      load_rows<T, D>(qrs, P, q_rel + static_cast<size_t>(r0) * a.ld_rel, a.ld_rel, nr);
       __syncthreads();
 #pragma unroll
       for (int u = 0; u < kBq / 4; ++u) {
@@ -157,7 +167,7 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs a) {
   for (int j0 = 0; j0 < L; j0 += kBk) {
     const int nk = min(kBk, L - j0);
     __syncthreads();
-    load_rows(ks, P, v + static_cast<size_t>(j0) * a.ld_qkv, a.ld_qkv, kBk, nk, D);
+    load_rows<T, D>(ks, P, v + static_cast<size_t>(j0) * a.ld_qkv, a.ld_qkv, nk);
     __syncthreads();
 #pragma unroll
     for (int u = 0; u < kOut; ++u) {
@@ -179,21 +189,39 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs a) {
   }
 }
 
-template <typename T, int D>
-void launch(const AttentionArgs& a, cudaStream_t stream) {
-  const size_t smem = Smem<D>::bytes(a.batch.max_length);
-  int device = 0, limit = 0;
-  check(cudaGetDevice(&device), "cuda::disentangled_attention");
-  check(cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device), "cuda::disentangled_attention");
-  if (smem > static_cast<size_t>(limit))
-    throw InternalError("cuda::disentangled_attention: sequences of " + std::to_string(a.batch.max_length) +
-                        " tokens need " + std::to_string(smem) + " bytes of shared memory, the device has " +
-                        std::to_string(limit));
-  check(cudaFuncSetAttribute(attention_kernel<T, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+template <typename T, int kBq, int D>
+void launch_tile(const AttentionArgs& a, size_t smem, cudaStream_t stream) {
+  check(cudaFuncSetAttribute(attention_kernel<T, kBq, D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(smem)),
         "cuda::disentangled_attention smem");
   const dim3 grid((a.batch.max_length + kBq - 1) / kBq, a.num_heads, a.batch.num_sequences);
-  attention_kernel<T, D><<<grid, kThreads, smem, stream>>>(a);
+  attention_kernel<T, kBq, D><<<grid, kThreads, smem, stream>>>(a);
   check_launch("cuda::disentangled_attention");
+}
+
+template <typename T, int D>
+void launch(const AttentionArgs& a, cudaStream_t stream) {
+  const size_t row_bytes_qkv = static_cast<size_t>(a.ld_qkv) * sizeof(T), row_bytes_rel = static_cast<size_t>(a.ld_rel) * sizeof(T);
+  if (!aligned16(a.q) || !aligned16(a.k) || !aligned16(a.v) || !aligned16(a.q_rel) || !aligned16(a.k_rel) ||
+      row_bytes_qkv % 16 != 0 || row_bytes_rel % 16 != 0)
+    throw InternalError("cuda::disentangled_attention: q, k, v, q_rel, k_rel and their row strides must be 16-byte aligned");
+  int device = 0, limit = 0, sms = 0;
+  check(cudaGetDevice(&device), "cuda::disentangled_attention");
+  check(cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device), "cuda::disentangled_attention");
+  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cuda::disentangled_attention");
+  const long blocks16 = static_cast<long>((a.batch.max_length + 15) / 16) * a.num_heads * a.batch.num_sequences;
+  const size_t smem16 = Smem<16, D>::bytes(a.batch.max_length), smem8 = Smem<8, D>::bytes(a.batch.max_length);
+  if (smem16 <= static_cast<size_t>(limit) && blocks16 >= 2L * sms) {
+    launch_tile<T, 16, D>(a, smem16, stream);
+  } else if (smem8 <= static_cast<size_t>(limit)) {
+    launch_tile<T, 8, D>(a, smem8, stream);
+  } else {
+    throw InternalError("cuda::disentangled_attention: sequences of " + std::to_string(a.batch.max_length) +
+                        " tokens need " + std::to_string(smem8) + " bytes of shared memory, the device has " +
+                        std::to_string(limit));
+  }
 }
 
 }  // namespace
