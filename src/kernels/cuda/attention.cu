@@ -25,7 +25,9 @@ constexpr int kThreads = 128;
 // kBq = query rows per block: 16 where the grid still fills the GPU twice over, else 8.
 template <int kBq, int D>
 struct Smem {
-  static constexpr int P = D + 1;  // padded row: lanes reading different rows hit different banks
+  // Row pitch: a multiple of 4 floats (float4 reads) skewed by 4, so that the 8 lanes of a
+  // quarter-warp reading 8 different rows with float4 hit 8 different bank groups.
+  static constexpr int P = D + 4;
   // floats: Q tile, K (or V) chunk, Kr and Qr steps; then kBq x L scores
   static constexpr int fixed = kBq * D + kBk * P + 2 * kBr * P;
   static size_t bytes(int max_length) {
@@ -33,6 +35,10 @@ struct Smem {
     return sizeof(float) * (static_cast<size_t>(fixed) + static_cast<size_t>(kBq) * lpad) + sizeof(int) * (kBq + kBk);
   }
 };
+
+__device__ __forceinline__ float dot4(float4 a, float4 b, float acc) {
+  return fmaf(a.w, b.w, fmaf(a.z, b.z, fmaf(a.y, b.y, fmaf(a.x, b.x, acc))));
+}
 
 // Rows [0, rows) of D values (16-byte loads; launch() checks the alignment) to fp32 rows of
 // `pitch` floats in shared memory.
@@ -99,16 +105,21 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs a) {
 
     // Content term; thread owns pairs (i = warp + 4u, j = lane), u < kBq/4. Key rows past nk
     // hold stale values: their scores are never stored.
-    float s[kBq / 4];
-    int idx[kBq / 4];
+    // Each K value read from shared memory serves all kBq/4 queries of the thread.
+    constexpr int U = kBq / 4;
+    float s[U] = {};
+    int idx[U];
+    const float4* kj4 = reinterpret_cast<const float4*>(ks + lane * P);
+#pragma unroll 4
+    for (int d4 = 0; d4 < D / 4; ++d4) {
+      const float4 kv = kj4[d4];
 #pragma unroll
-    for (int u = 0; u < kBq / 4; ++u) {
-      const int i = warp + 4 * u;
-      float acc = 0.0f;
-#pragma unroll 16
-      for (int d = 0; d < D; ++d) acc = fmaf(qs[i * D + d], ks[lane * P + d], acc);
-      s[u] = acc * inv_scale;
-      idx[u] = min(max(posq[i] - posk[lane] + half, 0), a.rel_rows - 1);
+      for (int u = 0; u < U; ++u) s[u] = dot4(reinterpret_cast<const float4*>(qs + (warp + 4 * u) * D)[d4], kv, s[u]);
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      s[u] *= inv_scale;
+      idx[u] = min(max(posq[warp + 4 * u] - posk[lane] + half, 0), a.rel_rows - 1);
     }
     // Position terms: only the relative rows this tile x chunk can index.
     const int rlo = min(max(qmin - kmax + half, 0), a.rel_rows - 1);
@@ -120,24 +131,23 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs a) {
       load_rows<T, D>(qrs, P, q_rel + static_cast<size_t>(r0) * a.ld_rel, a.ld_rel, nr);
       __syncthreads();
 #pragma unroll
-      for (int u = 0; u < kBq / 4; ++u) {
+      for (int u = 0; u < U; ++u) {
         const int rr = idx[u] - r0;
         if (rr < 0 || rr >= nr) continue;
-        const float* qi = qs + (warp + 4 * u) * D;
-        const float* kj = ks + lane * P;
-        const float* kr = krs + rr * P;
-        const float* qr = qrs + rr * P;
+        const float4* qi = reinterpret_cast<const float4*>(qs + (warp + 4 * u) * D);
+        const float4* kr = reinterpret_cast<const float4*>(krs + rr * P);
+        const float4* qr = reinterpret_cast<const float4*>(qrs + rr * P);
         float c2p = 0.0f, p2c = 0.0f;
-#pragma unroll 16
-        for (int d = 0; d < D; ++d) {
-          c2p = fmaf(qi[d], kr[d], c2p);
-          p2c = fmaf(kj[d], qr[d], p2c);
+#pragma unroll 4
+        for (int d4 = 0; d4 < D / 4; ++d4) {
+          c2p = dot4(qi[d4], kr[d4], c2p);
+          p2c = dot4(kj4[d4], qr[d4], p2c);
         }
         s[u] += (c2p + p2c) * inv_scale;
       }
     }
 #pragma unroll
-    for (int u = 0; u < kBq / 4; ++u)
+    for (int u = 0; u < U; ++u)
       if (lane < nk) sc[(warp + 4 * u) * lpad + j0 + lane] = s[u];
   }
   __syncthreads();
@@ -161,31 +171,44 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs a) {
     for (int j = lane; j < L; j += 32) srow[j] *= inv;
   }
 
-  // out_i = P_i · V: thread owns outputs (i, d) with i*D + d = threadIdx.x + kThreads*u.
-  constexpr int kOut = (kBq * D + kThreads - 1) / kThreads;
-  float acc[kOut] = {};
+  // out_i = P_i · V: thread owns 4 adjacent columns (c4) of rows r_base + kRowsPerPass*u, so
+  // each V value read serves all of its rows.
+  constexpr int kCols = D / 4;
+  constexpr int kRowsPerPass = kThreads / kCols;
+  constexpr int kRowIters = (kBq + kRowsPerPass - 1) / kRowsPerPass;
+  const int c4 = threadIdx.x % kCols, r_base = threadIdx.x / kCols;
+  float4 acc[kRowIters];
+#pragma unroll
+  for (int u = 0; u < kRowIters; ++u) acc[u] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   for (int j0 = 0; j0 < L; j0 += kBk) {
     const int nk = min(kBk, L - j0);
     __syncthreads();
     load_rows<T, D>(ks, P, v + static_cast<size_t>(j0) * a.ld_qkv, a.ld_qkv, nk);
     __syncthreads();
+    for (int j = 0; j < nk; ++j) {
+      const float4 vv = reinterpret_cast<const float4*>(ks + j * P)[c4];
 #pragma unroll
-    for (int u = 0; u < kOut; ++u) {
-      const int o = threadIdx.x + kThreads * u;
-      if (o >= kBq * D) break;
-      const int i = o / D, d = o % D;
-      float sacc = acc[u];
-      for (int j = 0; j < nk; ++j) sacc = fmaf(sc[i * lpad + j0 + j], ks[j * P + d], sacc);
-      acc[u] = sacc;
+      for (int u = 0; u < kRowIters; ++u) {
+        const int i = r_base + kRowsPerPass * u;
+        if (kRowsPerPass * kRowIters > kBq && i >= kBq) break;
+        const float p = sc[i * lpad + j0 + j];
+        acc[u].x = fmaf(p, vv.x, acc[u].x);
+        acc[u].y = fmaf(p, vv.y, acc[u].y);
+        acc[u].z = fmaf(p, vv.z, acc[u].z);
+        acc[u].w = fmaf(p, vv.w, acc[u].w);
+      }
     }
   }
-  T* out = static_cast<T*>(a.out) + static_cast<size_t>(row0 + i0) * a.ld_out + h * D;
+  T* out = static_cast<T*>(a.out) + static_cast<size_t>(row0 + i0) * a.ld_out + h * D + 4 * c4;
 #pragma unroll
-  for (int u = 0; u < kOut; ++u) {
-    const int o = threadIdx.x + kThreads * u;
-    if (o >= kBq * D) break;
-    const int i = o / D, d = o % D;
-    if (i < nq) out[static_cast<size_t>(i) * a.ld_out + d] = from_f32<T>(acc[u]);
+  for (int u = 0; u < kRowIters; ++u) {
+    const int i = r_base + kRowsPerPass * u;
+    if (i >= nq) break;
+    T* o = out + static_cast<size_t>(i) * a.ld_out;
+    o[0] = from_f32<T>(acc[u].x);
+    o[1] = from_f32<T>(acc[u].y);
+    o[2] = from_f32<T>(acc[u].z);
+    o[3] = from_f32<T>(acc[u].w);
   }
 }
 
