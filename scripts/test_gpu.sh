@@ -4,6 +4,12 @@
 # which has cmake and nvcc but not rexnlu's apt dependencies: it builds the standalone project
 # tests/cuda/device (CUDA kernels + the CPU kernels they are compared with + tests/cuda).
 # GoogleTest comes from the system or from GTEST_DIR (include/ + lib/libgtest*.a).
+# Through the device tool (it sends the session's checkout): copy Debian's GoogleTest into a
+# git-ignored folder first,
+#   mkdir -p .device/gtest/include .device/gtest/lib && cp -r /usr/include/gtest .device/gtest/include/
+#   cp /usr/lib/x86_64-linux-gnu/libgtest.a /usr/lib/x86_64-linux-gnu/libgtest_main.a .device/gtest/lib/
+# then run  GTEST_DIR=$PWD/.device/gtest scripts/test_gpu.sh  with carry [".device/gtest"]
+# (about 25 s of build and 5 s of tests on the H200; bench: build-gpu/tests/bench_kernels_cuda).
 # Without a GPU every comparison prints SKIPPED with the reason. REXNLU_COMMIT names the commit
 # when the tree is a copy without .git (the device tool sends one).
 set -euo pipefail
