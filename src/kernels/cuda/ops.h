@@ -61,11 +61,13 @@ struct AttentionArgs {
   void* out = nullptr;  // [rows, heads*head_dim], row stride ld_out
   int ld_out = 0;
 };
-// Throws rexnlu::Error (kInternal) for an unsupported head_dim or when the longest sequence
-// needs more shared memory than the device has (L up to 1024 fits on sm_75+ at head_dim 64).
+// q, k, v, q_rel, k_rel and their row strides must be 16-byte aligned (the encoder's fused
+// buffers are). Throws rexnlu::Error (kInternal) otherwise, for an unsupported head_dim, or when
+// the longest sequence needs more shared memory than the device has: the score rows take
+// 8 x L floats, so at head_dim 64 L = 512 needs 60 KB (fits sm_75's 64 KB), larger L needs sm_80+.
 void disentangled_attention(const AttentionArgs& args, cudaStream_t stream);
 
-// The link head's scores (kernels: RexLinkHead): Z_b = q_b · k_b^T per sequence, fp32, with
+// The link head's scores (as models::RexLinkHead computes them): Z_b = q_b · k_b^T per sequence, fp32, with
 // q and k the rotary-applied rows of the packed batch (row stride ld, `dim` columns).
 // Every entry with Z > threshold is appended to `links` (at most `capacity`; `count` receives the
 // total, which may exceed capacity) in no particular order: fetch_links() copies back and sorts.
