@@ -1,0 +1,179 @@
+// Per-kernel GPU timings of one encoder layer + the link head at the model's full size
+// (H=768, 12 heads, I=3072, rel_rows=512) for a few batch shapes and storage types:
+//   bench_kernels_cuda            -> a markdown table (median of 50 timed runs after 5 warm-ups,
+//                                    CUDA events; inputs random, not zeros).
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda/common.h"
+#include "kernels/cuda/device.h"
+#include "kernels/cuda/gemm.h"
+#include "kernels/cuda/ops.h"
+
+namespace kg = rexnlu::kernels::cuda;
+using rexnlu::DType;
+
+namespace {
+
+void* device_random(size_t n, DType t, uint32_t seed, float lo, float hi) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<char> bytes(n * rexnlu::dtype_size(t));
+  for (size_t i = 0; i < n; ++i) {
+    const float v = d(rng);
+    if (t == DType::kF32) reinterpret_cast<float*>(bytes.data())[i] = v;
+    if (t == DType::kF16) reinterpret_cast<__half*>(bytes.data())[i] = __float2half_rn(v);
+    if (t == DType::kBF16) reinterpret_cast<__nv_bfloat16*>(bytes.data())[i] = __float2bfloat16_rn(v);
+  }
+  void* p = nullptr;
+  kg::check(cudaMalloc(&p, bytes.size()), "cudaMalloc");
+  kg::check(cudaMemcpy(p, bytes.data(), bytes.size(), cudaMemcpyHostToDevice), "upload");
+  return p;
+}
+
+template <typename V>
+void* upload(const std::vector<V>& v) {
+  void* p = nullptr;
+  kg::check(cudaMalloc(&p, v.size() * sizeof(V)), "cudaMalloc");
+  kg::check(cudaMemcpy(p, v.data(), v.size() * sizeof(V), cudaMemcpyHostToDevice), "upload");
+  return p;
+}
+
+// Median time of f in microseconds.
+double time_us(cudaStream_t s, const std::function<void()>& f) {
+  for (int i = 0; i < 5; ++i) f();
+  cudaEvent_t a, b;
+  cudaEventCreate(&a);
+  cudaEventCreate(&b);
+  std::vector<float> ms;
+  for (int i = 0; i < 50; ++i) {
+    cudaEventRecord(a, s);
+    f();
+    cudaEventRecord(b, s);
+    cudaEventSynchronize(b);
+    float t = 0;
+    cudaEventElapsedTime(&t, a, b);
+    ms.push_back(t);
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  std::sort(ms.begin(), ms.end());
+  return 1000.0 * ms[ms.size() / 2];
+}
+
+const char* name(DType t) { return t == DType::kF32 ? "f32" : t == DType::kF16 ? "f16" : "bf16"; }
+
+}  // namespace
+
+int main() {
+  const kg::DeviceInfo info = kg::probe_device(0);
+  if (!info.usable) {
+    std::printf("no usable CUDA device: %s\n", info.reason.c_str());
+    return 0;
+  }
+  std::printf("%s\n\n", kg::describe(info).c_str());
+  const int H = 768, heads = 12, hd = 64, I = 3072, rel_rows = 512;
+  cudaStream_t s;
+  kg::check(cudaStreamCreate(&s), "stream");
+  kg::Blas blas;
+  const size_t ws_bytes = 32u << 20;
+  void* ws = nullptr;
+  kg::check(cudaMalloc(&ws, ws_bytes), "ws");
+
+  std::printf("| shape | type | qkv GEMM | attention (fused) | out GEMM+bias | LN+res | FFN up | GELU | FFN down | LN+res | "
+              "layer sum | x12 layers | head GEMM (f32 out) | rotary | link scores | attention share |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  for (auto [L, B] : {std::pair{128, 1}, {128, 8}, {128, 32}, {512, 1}, {512, 8}}) {
+    const int T = L * B;
+    std::vector<int32_t> offsets{0}, pos;
+    std::vector<int64_t> mask_offsets;
+    for (int b = 0; b < B; ++b) {
+      mask_offsets.push_back(int64_t(b) * L * L);
+      offsets.push_back(offsets.back() + L);
+      for (int t = 0; t < L; ++t) pos.push_back(t < 20 ? t : t - 20);  // prompt, then text from 0
+    }
+    std::vector<uint8_t> masks(size_t(B) * L * L, 1);
+    kg::DeviceBatch batch;
+    batch.num_sequences = B, batch.max_length = L, batch.rows = T;
+    batch.offsets = static_cast<int32_t*>(upload(offsets));
+    batch.mask_offsets = static_cast<int64_t*>(upload(mask_offsets));
+    batch.position_ids = static_cast<int32_t*>(upload(pos));
+    batch.masks = static_cast<uint8_t*>(upload(masks));
+    for (DType t : {DType::kF32, DType::kF16, DType::kBF16}) {
+      const size_t es = rexnlu::dtype_size(t);
+      void* h = device_random(size_t(T) * H, t, 1, -1, 1);
+      void* qkv = device_random(size_t(T) * 3 * H, t, 2, -1, 1);
+      void* rel = device_random(size_t(rel_rows) * 2 * H, t, 3, -1, 1);
+      void* w_qkv = device_random(size_t(3 * H) * H, t, 4, -0.05f, 0.05f);
+      void* b_qkv = device_random(3 * H, t, 5, -0.1f, 0.1f);
+      void* w_o = device_random(size_t(H) * H, t, 6, -0.05f, 0.05f);
+      void* w_i = device_random(size_t(I) * H, t, 7, -0.05f, 0.05f);
+      void* w_out = device_random(size_t(H) * I, t, 8, -0.05f, 0.05f);
+      void* bias_h = device_random(I, t, 9, -0.1f, 0.1f);
+      void* ctx = device_random(size_t(T) * H, t, 10, -1, 1);
+      void* attn = device_random(size_t(T) * H, t, 11, -1, 1);
+      void* inter = device_random(size_t(T) * I, t, 12, -1, 1);
+      float* gamma = static_cast<float*>(device_random(H, DType::kF32, 13, 0.5f, 1.5f));
+      float* beta = static_cast<float*>(device_random(H, DType::kF32, 14, -0.1f, 0.1f));
+      void* w_head = device_random(size_t(2 * H) * H, t, 15, -0.05f, 0.05f);
+      float* b_head = static_cast<float*>(device_random(2 * H, DType::kF32, 16, -0.1f, 0.1f));
+      float* qk = static_cast<float*>(device_random(size_t(T) * 2 * H, DType::kF32, 17, -0.3f, 0.3f));
+      float* freqs = static_cast<float*>(device_random(H / 2, DType::kF32, 18, 0.0f, 1.0f));
+      const size_t zn = size_t(B) * L * L;
+      void* links = nullptr;
+      int* count = nullptr;
+      kg::check(cudaMalloc(&links, zn * sizeof(kg::Link)), "links");
+      kg::check(cudaMalloc(reinterpret_cast<void**>(&count), sizeof(int)), "count");
+
+      auto linear = [&](const void* x, int in, const void* w, const void* bias, int out, void* y, DType ct) {
+        kg::GemmArgs g;
+        g.M = T, g.N = out, g.K = in, g.A = x, g.lda = in, g.B = w, g.ldb = in, g.ab_type = t, g.C = y, g.ldc = out;
+        g.c_type = ct, g.bias = bias;
+        blas.gemm(g, ws, ws_bytes, s);
+      };
+      kg::AttentionArgs a;
+      a.type = t, a.batch = batch, a.num_heads = heads, a.head_dim = hd, a.q = qkv;
+      a.k = static_cast<char*>(qkv) + H * es, a.v = static_cast<char*>(qkv) + 2 * H * es, a.ld_qkv = 3 * H;
+      a.q_rel = rel, a.k_rel = static_cast<char*>(rel) + H * es, a.ld_rel = 2 * H, a.rel_rows = rel_rows;
+      a.scale = std::sqrt(192.0f), a.out = ctx, a.ld_out = H;
+      kg::LinkScoresArgs ls;
+      ls.batch = batch, ls.q = qk, ls.k = qk + H, ls.ld = 2 * H, ls.dim = H, ls.threshold = 0.0f;
+      ls.links = static_cast<kg::Link*>(links), ls.capacity = static_cast<int>(zn), ls.count = count;
+
+      std::vector<double> us;
+      us.push_back(time_us(s, [&] { linear(h, H, w_qkv, b_qkv, 3 * H, qkv, t); }));
+      us.push_back(time_us(s, [&] { kg::disentangled_attention(a, s); }));
+      us.push_back(time_us(s, [&] { linear(ctx, H, w_o, bias_h, H, attn, t); }));
+      us.push_back(time_us(s, [&] { kg::layer_norm(t, attn, h, gamma, beta, 1e-7f, T, H, attn, s); }));
+      us.push_back(time_us(s, [&] { linear(attn, H, w_i, bias_h, I, inter, t); }));
+      us.push_back(time_us(s, [&] { kg::gelu_erf(t, inter, size_t(T) * I, s); }));
+      us.push_back(time_us(s, [&] { linear(inter, I, w_out, bias_h, H, h, t); }));
+      us.push_back(time_us(s, [&] { kg::layer_norm(t, h, attn, gamma, beta, 1e-7f, T, H, h, s); }));
+      double layer = 0;
+      for (double u : us) layer += u;
+      const double head = time_us(s, [&] { linear(h, H, w_head, b_head, 2 * H, qk, DType::kF32); });
+      const double rot = time_us(s, [&] { kg::rotary_interleaved(qk, T, H, 2 * H, batch.position_ids, freqs, s); });
+      const double link = time_us(s, [&] { kg::link_scores(ls, s); });
+      std::printf("| L=%d B=%d | %s |", L, B, name(t));
+      for (double u : us) std::printf(" %.1f |", u);
+      std::printf(" %.1f | %.0f | %.1f | %.1f | %.1f | %.0f%% |\n", layer, 12 * layer, head, rot, link,
+                  100.0 * us[1] / layer);
+      for (void* p : {h, qkv, rel, w_qkv, b_qkv, w_o, w_i, w_out, bias_h, ctx, attn, inter, static_cast<void*>(gamma),
+                      static_cast<void*>(beta), w_head, static_cast<void*>(b_head), static_cast<void*>(qk),
+                      static_cast<void*>(freqs), links, static_cast<void*>(count)})
+        cudaFree(p);
+    }
+  }
+  kg::check(cudaStreamSynchronize(s), "sync");
+  std::printf("\n(microseconds, median of 50; x12 layers = 12 x layer sum, conv and embeddings not included)\n");
+  return 0;
+}
