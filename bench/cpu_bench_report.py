@@ -28,13 +28,13 @@ def main():
     res = {e: combine(os.path.join(work, "results", e + ".jsonl")) for e in engines}
     names = list(next(iter(res.values())))
     base, torch = res.get(BASE), res.get("pytorch")
-    print(f"\n{'case':8} {'B':>2} {'L':>4} | {'engine':31} | {'best ms':>8} {'median':>8} | "
+    print(f"\n{'case':8} {'B':>2} {'L':>4} | {'engine':32} | {'best ms':>8} {'median':>8} | "
           f"{'vs ORT INT8':>13} | {'seq/s':>6} | {'sum|Z| vs torch':>15}")
     for n in names:
         for e in engines:
             r = res[e].get(n)
             if r is None:
-                print(f"{n:8} {'':>2} {'':>4} | {label(e):31} | {'missing':>8}")
+                print(f"{n:8} {'':>2} {'':>4} | {label(e):32} | {'missing':>8}")
                 continue
             rel = f"{'':>13}"
             if base and n in base:
@@ -43,7 +43,7 @@ def main():
             if torch and n in torch and e != "pytorch":
                 t = torch[n]["logits_abs_sum"]
                 agree = f"{abs(r['logits_abs_sum'] - t) / t:15.1e}"
-            print(f"{n:8} {r['batch']:2d} {r['L']:4d} | {label(e):31} | {r['ms_min']:8.1f} {r['ms_median']:8.1f} | "
+            print(f"{n:8} {r['batch']:2d} {r['L']:4d} | {label(e):32} | {r['ms_min']:8.1f} {r['ms_median']:8.1f} | "
                   f"{rel} | {r['batch'] / r['ms_min'] * 1e3:6.2f} | {agree}")
         print()
     rounds = sorted({r["rounds"] for e in res.values() for r in e.values()})
