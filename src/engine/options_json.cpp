@@ -99,7 +99,8 @@ Options options_from_json(const nlohmann::ordered_json& j, Options o) {
       throw InputError("unknown option '" + k + "'");
     }
   }
-  check_options(o);  // the ranges that depend on each other (hint_max_len, stride vs max_len)
+  // The ranges that depend on each other (hint_max_len and stride vs max_len) are checked by the
+  // engine on the final options: a CLI's base --options may be completed by each line's options.
   return o;
 }
 

@@ -9,8 +9,9 @@
 namespace rexnlu {
 
 // Keys: link_threshold, max_len, stride, hint_max_len, dedup, probabilities, byte_offsets,
-// max_batch_cells. Unknown keys, wrong types or values out of range (check_options) throw
-// rexnlu::Error (kInvalidInput) naming the option and the value.
+// max_batch_cells. Unknown keys, wrong types or a value outside its own range throw rexnlu::Error
+// (kInvalidInput) naming the option and the value. The ranges that depend on other options
+// (hint_max_len, stride vs max_len) are left to check_options, which the engine runs on every request.
 Options options_from_json(const nlohmann::ordered_json& j, Options base = {});
 
 // Every option within its range (docs/options.md); nothing is clamped. Throws rexnlu::Error

@@ -109,7 +109,7 @@ TEST(RequestLimits, ASchemaHeavyRequestIsCountedSoOrdinaryOnesAreNotShed) {
   // service think every token costs a tenth of a second or more, and it refused most of the next
   // burst (17 of 20 in the issue).
   ServerConfig config;
-  config.deadline = 10000ms;
+  config.deadline = 30000ms;
   config.limits.max_schema_types = 20000;
   TestServer s(config, false);
   s.server().set_engine(slow_fake_engine(2ms));

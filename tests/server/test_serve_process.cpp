@@ -134,7 +134,8 @@ TEST(ServeProcess, SigtermFinishesTheRequestInFlightAndExitsZero) {
 }
 
 TEST(ServeProcess, SigtermCancelsALongRequestWithinTheDrainTimeout) {
-  // A 1 MB text is ~750 model sequences (tens of seconds here); the drain gives it 300 ms.
+  // A 1 MB text is ~750 model sequences (about a minute of CPU for the tiny model; threshold 20
+  // so that nothing links and no output limit ends it early); the drain gives it 300 ms.
   Serve s = start_serve({"--max-body-bytes", "10000000", "--max-text-bytes", "2000000", "--drain-timeout-ms", "300",
                          "--deadline-ms", "600000"});
   ASSERT_GT(s.port, 0);
@@ -142,7 +143,7 @@ TEST(ServeProcess, SigtermCancelsALongRequestWithinTheDrainTimeout) {
   wait_healthy(c);
   std::string text;
   while (text.size() < (1u << 20)) text += "小明在北京大学读书，后来去了上海交通大学任教。";
-  const std::string body = Json{{"text", text}, {"schema", {{"人物", nullptr}}}}.dump();
+  const std::string body = Json{{"text", text}, {"schema", {{"人物", nullptr}}}, {"options", {{"link_threshold", 20}}}}.dump();
   auto in_flight = std::async(std::launch::async, [&] { return client(s.port).Post("/v1/extract", body, "application/json"); });
   // Wait until the model is working on it.
   bool seen = false;

@@ -86,8 +86,7 @@ TEST(Limits, OptionsOutOfRangeAreErrorsNamingTheValue) {
   // The value the user gave, not a clamped one.
   expect_error(json_error(R"({"max_len": 10000000000})"), ErrorKind::kInvalidInput, {"max_len", "10000000000"});
   expect_error(json_error(R"({"stride": -1})"), ErrorKind::kInvalidInput, {"stride", "-1"});
-  expect_error(json_error(R"({"max_len": 64, "stride": 64})"), ErrorKind::kInvalidInput, {"stride", "64"});
-  expect_error(json_error(R"({"max_len": 64, "hint_max_len": 100})"), ErrorKind::kInvalidInput, {"hint_max_len", "100"});
+  expect_error(json_error(R"({"hint_max_len": 600})"), ErrorKind::kInvalidInput, {"hint_max_len", "600"});
   expect_error(json_error(R"({"max_batch_cells": 1000000000000})"), ErrorKind::kInvalidInput, {"max_batch_cells", "1000000000000"});
   EXPECT_EQ(options_from_json(Json::parse(R"({"link_threshold": -20, "stride": 0})")).link_threshold, -20.0f);
 
@@ -98,6 +97,11 @@ TEST(Limits, OptionsOutOfRangeAreErrorsNamingTheValue) {
   expect_error(error_of(f.engine, "北京", R"j({"人物": null})j", o), ErrorKind::kInvalidInput, {"link_threshold"});
   o.link_threshold = std::numeric_limits<float>::quiet_NaN();
   expect_error(error_of(f.engine, "北京", R"j({"人物": null})j", o), ErrorKind::kInvalidInput, {"link_threshold"});
+  // Ranges that depend on other options are checked on the final options.
+  o = options_from_json(Json::parse(R"({"max_len": 64, "hint_max_len": 32, "stride": 64})"));
+  expect_error(error_of(f.engine, "北京", R"j({"人物": null})j", o), ErrorKind::kInvalidInput, {"stride", "64"});
+  o = options_from_json(Json::parse(R"({"max_len": 64})"));
+  expect_error(error_of(f.engine, "北京", R"j({"人物": null})j", o), ErrorKind::kInvalidInput, {"hint_max_len", "256"});
   o = {};
   o.max_batch_cells = 0;
   expect_error(error_of(f.engine, "北京", R"j({"人物": null})j", o), ErrorKind::kInvalidInput, {"max_batch_cells"});
@@ -162,6 +166,7 @@ TEST(Limits, SequencesPerTextAreBounded) {
   while (text.size() < 3000) text += "小明在北京大学读书，后来去了上海交通大学任教。";  // 1000 characters: 3 windows
   Options o;
   o.max_len = 256;  // 5 windows of ~240 tokens
+  o.hint_max_len = 64;
   const Error e = error_of(f.engine, text, R"j({"人物": null})j", o);
   expect_error(e, ErrorKind::kLimitExceeded, {"more than 3 model sequences", "max_sequences is 3"});
   EXPECT_LE(f.model->sequences(), 3);
