@@ -94,7 +94,7 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--max-body-bytes", c.max_body_bytes, "larger request bodies get 413")->capture_default_str();
   cmd->add_option("--max-texts", c.max_texts, "texts per request at most")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--max-queue", c.batcher.max_queue, "texts waiting at most; past it 429")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--token-budget", c.batcher.token_budget, "text tokens per batch at most")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--token-budget", c.batcher.token_budget, "tokens per batch at most (estimated cost: text tokens x prompts)")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--deadline-ms", args->deadline_ms, "per-request deadline; past it 504")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--batch-wait-us", args->batch_wait_us, "how long an idle batcher waits for more requests")->capture_default_str()->check(CLI::NonNegativeNumber);
   cmd->add_option("--threads", c.threads, "HTTP handler threads")->capture_default_str()->check(CLI::PositiveNumber);

@@ -28,7 +28,7 @@ namespace rexnlu::server {
 
 struct BatcherConfig {
   int64_t max_queue = 256;       // texts waiting at most; more -> kQueueFull
-  // Text tokens per batch at most (a larger single job runs alone). 2048: on the CPU engine a
+  // Tokens (job costs) per batch at most (a larger single job runs alone). 2048: on the CPU engine a
   // batch of 64 short requests cost more per request than one of ~10 (docs/benchmarks.md).
   int64_t token_budget = 2048;
   // How long the worker waits for more jobs after the first one arrives when idle. 0 = batch
