@@ -20,6 +20,20 @@ std::filesystem::path resolve_model_dir(const std::string& model) {
   return model.empty() ? default_model_dir() : std::filesystem::path(model);
 }
 
+void add_limit_options(CLI::App& cmd, Limits& l) {
+  const auto positive = CLI::Range(int64_t{1}, INT64_MAX);
+  cmd.add_option("--max-text-bytes", l.max_text_bytes, "UTF-8 bytes per text at most")->capture_default_str()->check(positive);
+  cmd.add_option("--max-schema-types", l.max_schema_types, "type names per schema at most (all levels)")
+      ->capture_default_str()->check(positive);
+  cmd.add_option("--max-schema-depth", l.max_schema_depth, "schema levels at most")->capture_default_str()->check(CLI::Range(1, 8));
+  cmd.add_option("--max-paths", l.max_paths, "spans found per text at most (paths and next-level prefixes)")
+      ->capture_default_str()->check(positive);
+  cmd.add_option("--max-output-bytes", l.max_output_bytes, "bytes of types and spans found per text at most")
+      ->capture_default_str()->check(positive);
+  cmd.add_option("--max-sequences", l.max_sequences, "model sequences per text at most (chunks x windows x levels)")
+      ->capture_default_str()->check(positive);
+}
+
 Engine load_engine(const std::string& model) {
   Engine engine = Engine::load(resolve_model_dir(model));
   for (const auto& w : engine.load_warnings()) std::cerr << "warning: " << w << '\n';

@@ -16,6 +16,10 @@ namespace rexnlu::apps {
 // Adds `--model DIR` (default: the bundled model, see default_model_dir()).
 void add_model_option(CLI::App& cmd, std::string& model);
 
+// Adds --max-text-bytes, --max-schema-types, --max-schema-depth, --max-paths, --max-output-bytes,
+// --max-sequences: the per-text limits of rexnlu::Limits (docs/options.md), defaults shown.
+void add_limit_options(CLI::App& cmd, Limits& limits);
+
 // `model` or, when empty, the bundled default model directory.
 std::filesystem::path resolve_model_dir(const std::string& model);
 

@@ -34,6 +34,7 @@ struct ExtractFlags {
   bool resume = false;
   int batch_size = 16;
   bool no_progress = false;
+  Limits limits;
 };
 
 Options base_options(const ExtractFlags& f) {
@@ -53,6 +54,7 @@ void run_single(const ExtractFlags& f) {
   if (!f.json) options.byte_offsets = false;  // the pretty printer slices by code point
   const Request request = request_from_flags(f.text, f.schema, f.task, options);
   Engine engine = load_engine(f.model);
+  engine.set_limits(f.limits);
   const Result result = engine.extract(request.text, request.schema, request.options);
   for (const auto& w : result.warnings) std::cerr << "warning: " << w << '\n';
   if (f.json) {
@@ -188,6 +190,7 @@ void run_lines(const ExtractFlags& f) {
   if (f.resume && done > 0) std::cerr << "resuming after line " << done << '\n';
 
   Engine engine = load_engine(f.model);
+  engine.set_limits(f.limits);
   LineWriter out(f.output, f.resume);
   std::optional<ProgressBar> progress;
   if (!f.no_progress && is_terminal(stderr)) progress.emplace(stderr, bytes_total, bytes);
@@ -239,6 +242,7 @@ void add_extract_command(CLI::App& app) {
   cmd->add_flag("--resume", f->resume, "continue an interrupted run: keep --output's complete lines, skip that many input lines, append");
   cmd->add_option("--batch-size", f->batch_size, "lines per engine batch")->capture_default_str();
   cmd->add_flag("--no-progress", f->no_progress, "no progress bar (it is only shown when stderr is a terminal)");
+  add_limit_options(*cmd, f->limits);
   cmd->callback([f] {
     run_command("extract", [&] {
       const bool single = !f->text.empty();

@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include <thread>
 
+#include "command_util.h"
 #include "rexnlu/default_model.h"
 #include "server/http_server.h"
 
@@ -16,6 +17,7 @@ struct ServeArgs {
   std::string model;
   server::ServerConfig config;
   int64_t deadline_ms = 30000;
+  int64_t drain_timeout_ms = 3000;
   int64_t batch_wait_us = 0;
 };
 
@@ -40,6 +42,7 @@ int run_serve(ServeArgs& args) {
   const std::filesystem::path model_dir = args.model.empty() ? default_model_dir() : std::filesystem::path(args.model);
   args.config.model_path = model_dir.string();
   args.config.deadline = std::chrono::milliseconds(args.deadline_ms);
+  args.config.drain_timeout = std::chrono::milliseconds(args.drain_timeout_ms);
   args.config.batcher.max_wait = std::chrono::microseconds(args.batch_wait_us);
   server::HttpServer server(args.config);
   const int port = server.bind();
@@ -91,10 +94,15 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--max-body-bytes", c.max_body_bytes, "larger request bodies get 413")->capture_default_str();
   cmd->add_option("--max-texts", c.max_texts, "texts per request at most")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--max-queue", c.batcher.max_queue, "texts waiting at most; past it 429")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--token-budget", c.batcher.token_budget, "text tokens per batch at most")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--token-budget", c.batcher.token_budget, "tokens per batch at most (estimated cost: text tokens x prompts)")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--deadline-ms", args->deadline_ms, "per-request deadline; past it 504")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--batch-wait-us", args->batch_wait_us, "how long an idle batcher waits for more requests")->capture_default_str()->check(CLI::NonNegativeNumber);
   cmd->add_option("--threads", c.threads, "HTTP handler threads")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--drain-timeout-ms", args->drain_timeout_ms,
+                  "on SIGTERM, work still running this long after is cancelled (503)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  add_limit_options(*cmd, c.limits);
   cmd->callback([args]() {
     try {
       run_serve(*args);

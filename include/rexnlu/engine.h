@@ -5,8 +5,10 @@
 //   std::cout << r.to_json();
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -22,6 +24,9 @@ struct Request {
   std::string text;    // "[CLASSIFY]..." / "[MULTICLASSIFY]..." selects the classification path
   std::string schema;  // JSON object of type names (null/{} = leaf), or a JSON string holding one
   Options options;
+  // Past it the request stops using the model (checked between model calls) and its Result is
+  // an error of kind kCancelled.
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
 };
 
 // Wall time of one extract_batch call by stage (for the HTTP service's metrics).
@@ -46,12 +51,26 @@ class Engine {
   // Throws rexnlu::Error (kInvalidInput) for a bad text, schema or options; the engine stays usable.
   Result extract(std::string_view text, std::string_view schema_json, const Options& options = {});
 
-  // All requests share one model forward per recursion level. A bad request gets Result::error
-  // and does not affect the others.
-  std::vector<Result> extract_batch(const std::vector<Request>& requests, BatchTimings* timings = nullptr);
+  // All requests share one model forward per recursion level. A bad request, one past a limit or
+  // past its deadline gets Result::error and does not affect the others. `cancelled` is asked
+  // between model calls: once it returns true, every unfinished request ends with kCancelled.
+  std::vector<Result> extract_batch(const std::vector<Request>& requests, BatchTimings* timings = nullptr,
+                                    const std::function<bool()>& cancelled = {});
 
-  // Tokens of `text` alone, without prompt or special tokens (the HTTP batcher's token budget
-  // counts these). Safe to call from other threads while an extract runs.
+  // Bounds on every request's size and work (default: Limits{}). Throws rexnlu::Error
+  // (kInvalidInput) for a limit < 1. Not safe while an extract runs: set it before serving.
+  void set_limits(const Limits& limits);
+  const Limits& limits() const;
+
+  // Checks a request's options, text size and schema against the limits without running it
+  // (throws rexnlu::Error: kInvalidInput / kLimitExceeded, as extract would) and returns its
+  // estimated cost in tokens: text tokens x level-0 hint chunks x schema depth, i.e. about the
+  // text tokens the model will see. The HTTP batcher's token budget and load shedding count this.
+  // Safe to call from other threads while an extract runs.
+  int64_t estimate_cost(const Request& request) const;
+
+  // Tokens of `text` alone, without prompt or special tokens. Safe to call from other threads
+  // while an extract runs.
   int64_t count_tokens(std::string_view text) const;
 
   const std::vector<std::string>& load_warnings() const;  // e.g. unused tensors in the checkpoint

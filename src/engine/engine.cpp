@@ -4,10 +4,12 @@
 #include <chrono>
 
 #include "engine/engine_impl.h"
+#include "engine/options_json.h"
 #include "io/checkpoint.h"
 #include "io/model_config.h"
 #include "models/rex_tensor_specs.h"
 #include "models/rex_uninlu_model.h"
+#include "uie/hints.h"
 #include "uie/pipeline.h"
 #include "uie/utf8.h"
 
@@ -44,6 +46,42 @@ int64_t Engine::count_tokens(std::string_view text) const {
   return static_cast<int64_t>(impl_->tokenizer.encode_raw(text).ids.size());
 }
 
+void Engine::set_limits(const Limits& limits) {
+  check_limits(limits);
+  impl_->limits = limits;
+}
+
+const Limits& Engine::limits() const { return impl_->limits; }
+
+namespace {
+
+// What every request passes before it runs (and before the server queues it): options in range,
+// the text and schema within the limits.
+uie::Schema checked_schema(const Request& r, const Limits& limits) {
+  check_options(r.options);
+  if (static_cast<int64_t>(r.text.size()) > limits.max_text_bytes) {
+    throw LimitError("text has " + std::to_string(r.text.size()) + " bytes; the limit max_text_bytes is " +
+                     std::to_string(limits.max_text_bytes));
+  }
+  return uie::Schema::parse(r.schema, uie::SchemaLimits{limits.max_schema_types, limits.max_schema_depth});
+}
+
+}  // namespace
+
+int64_t Engine::estimate_cost(const Request& request) const {
+  const uie::Schema schema = checked_schema(request, impl_->limits);
+  const int64_t text_tokens = std::max<int64_t>(1, count_tokens(request.text));
+  // Level 0's hint chunks are known up front; deeper levels depend on what is found, so each
+  // further schema level is counted as one more pass over the text.
+  uie::HintLimits hint_limits;
+  hint_limits.hint_max_len = request.options.hint_max_len;
+  std::vector<std::string> warnings;
+  const auto count = [this](std::string_view s) { return static_cast<int>(impl_->tokenizer.encode_raw(s).size()); };
+  const size_t chunks =
+      uie::split_hints({uie::LevelEntry{{}, uie::Schema::kRoot}}, schema, count, hint_limits, warnings).size();
+  return text_tokens * static_cast<int64_t>(std::max<size_t>(1, chunks)) * schema.depth();
+}
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -72,8 +110,11 @@ class TimedModel : public models::LinkModel {
   models::LinkModel& inner_;
 };
 
-uie::PipelineOptions pipeline_options(const Options& o) {
+uie::PipelineOptions pipeline_options(const Options& o, const Limits& limits,
+                                      std::chrono::steady_clock::time_point deadline) {
   uie::PipelineOptions p;
+  p.limits = limits;
+  p.deadline = deadline;
   p.link_threshold = o.link_threshold;
   p.max_len = o.max_len;
   p.stride = o.stride;
@@ -102,7 +143,8 @@ Result to_result(const uie::RequestRun& run, const Options& options) {
 
 }  // namespace
 
-std::vector<Result> Engine::extract_batch(const std::vector<Request>& requests, BatchTimings* timings) {
+std::vector<Result> Engine::extract_batch(const std::vector<Request>& requests, BatchTimings* timings,
+                                          const std::function<bool()>& cancelled) {
   const Clock::time_point start = Clock::now();
   std::vector<Result> results(requests.size());
   std::vector<std::unique_ptr<uie::RequestRun>> runs(requests.size());
@@ -110,9 +152,10 @@ std::vector<Result> Engine::extract_batch(const std::vector<Request>& requests, 
   int64_t max_cells = INT64_MAX;
   for (size_t i = 0; i < requests.size(); ++i) {
     try {
-      uie::Schema schema = uie::Schema::parse(requests[i].schema);
-      runs[i] = std::make_unique<uie::RequestRun>(impl_->tokenizer, requests[i].text, std::move(schema),
-                                                  pipeline_options(requests[i].options));
+      uie::Schema schema = checked_schema(requests[i], impl_->limits);
+      runs[i] = std::make_unique<uie::RequestRun>(
+          impl_->tokenizer, requests[i].text, std::move(schema),
+          pipeline_options(requests[i].options, impl_->limits, requests[i].deadline));
       active.push_back(runs[i].get());
       max_cells = std::min(max_cells, requests[i].options.max_batch_cells);
     } catch (const Error& e) {
@@ -123,12 +166,12 @@ std::vector<Result> Engine::extract_batch(const std::vector<Request>& requests, 
   const double tokenize_seconds = seconds_since(start);
   const Clock::time_point run_start = Clock::now();
   TimedModel timed(*impl_->model);
-  if (!active.empty()) uie::run_requests(timed, active, max_cells);
+  if (!active.empty()) uie::run_requests(timed, active, max_cells, cancelled);
   for (size_t i = 0; i < requests.size(); ++i) {
     if (!runs[i]) continue;
     if (runs[i]->error()) {
       results[i].error = *runs[i]->error();
-      results[i].error_kind = ErrorKind::kInvalidInput;
+      results[i].error_kind = runs[i]->error_kind();
       continue;
     }
     results[i] = to_result(*runs[i], requests[i].options);

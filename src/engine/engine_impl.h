@@ -15,6 +15,7 @@ struct Engine::Impl {
   text::Tokenizer tokenizer;
   std::unique_ptr<models::LinkModel> model;
   std::vector<std::string> load_warnings;
+  Limits limits = {};
 };
 
 }  // namespace rexnlu

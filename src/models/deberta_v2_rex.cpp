@@ -9,6 +9,7 @@
 #include "kernels/disentangled_attention.h"
 #include "kernels/gemm.h"
 #include "kernels/layer_norm.h"
+#include "models/link_model.h"
 #include "models/weight_loading.h"
 #include "rexnlu/error.h"
 
@@ -114,6 +115,7 @@ void DebertaV2RexEncoder::forward(const PackedBatch& batch, float* h, Workspace&
 
   std::copy_n(emb, T * H, h);
   for (size_t l = 0; l < layers_.size(); ++l) {
+    if (forward_cancelled()) throw ForwardCancelled();  // the caller gave up (deadline, drain)
     run_layer(layers_[l], batch, h, scratch, scratch_floats, ws);
     if (l == 0) run_conv(batch, emb, h, ws);
   }

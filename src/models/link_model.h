@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
+#include <functional>
 #include <vector>
 
 namespace rexnlu::models {
@@ -26,6 +28,30 @@ class LinkModel {
   virtual std::vector<LinkLogits> forward(const std::vector<SequenceInput>& batch) = 0;
   // Number of forward() calls so far (tests check one batched call per recursion level).
   virtual int64_t forward_calls() const = 0;
+};
+
+// Cancelling a forward call between encoder layers: the caller installs a check for the forward
+// calls it makes on this thread (CancelScope); a model asks forward_cancelled() between layers and
+// throws ForwardCancelled when it says so. A model that never asks just finishes the call.
+struct ForwardCancelled : std::exception {
+  const char* what() const noexcept override { return "forward call cancelled"; }
+};
+
+inline thread_local const std::function<bool()>* t_forward_cancel_check = nullptr;
+
+inline bool forward_cancelled() { return t_forward_cancel_check && (*t_forward_cancel_check)(); }
+
+class CancelScope {
+ public:
+  explicit CancelScope(const std::function<bool()>& check) : previous_(t_forward_cancel_check) {
+    t_forward_cancel_check = &check;
+  }
+  ~CancelScope() { t_forward_cancel_check = previous_; }
+  CancelScope(const CancelScope&) = delete;
+  CancelScope& operator=(const CancelScope&) = delete;
+
+ private:
+  const std::function<bool()>* previous_;
 };
 
 }  // namespace rexnlu::models

@@ -12,6 +12,7 @@ struct Batcher::Job {
   // Guarded by Batcher::mutex_.
   std::condition_variable finished;
   bool done = false;
+  bool stopped = false;  // cancel_after() ended it: kStopped
   std::vector<Result> results;
 };
 
@@ -19,6 +20,13 @@ Batcher::Batcher(BatcherConfig config, RunBatch run_batch, Metrics& metrics)
     : config_(config), run_batch_(std::move(run_batch)), metrics_(metrics), worker_([this] { work(); }) {}
 
 Batcher::~Batcher() { stop(); }
+
+void Batcher::cancel_after(Clock::time_point when) {
+  cancel_at_.store(when.time_since_epoch().count());
+  std::lock_guard lock(mutex_);
+  stopping_ = true;  // refuse new jobs; the worker ends once the queue is empty
+  wake_.notify_all();
+}
 
 void Batcher::stop() {
   {
@@ -66,6 +74,7 @@ Batcher::Outcome Batcher::run(std::vector<Request> requests, int64_t tokens, Clo
     }
     return {Status::kDeadline, {}};
   }
+  if (job->stopped) return {Status::kStopped, {}};
   return {Status::kOk, std::move(job->results)};
 }
 
@@ -85,13 +94,17 @@ std::vector<std::shared_ptr<Batcher::Job>> Batcher::take_batch(std::unique_lock<
   std::vector<std::shared_ptr<Job>> batch;
   int64_t tokens = 0;
   const Clock::time_point now = Clock::now();
+  const bool cancelled = now.time_since_epoch().count() >= cancel_at_.load();
   while (!queue_.empty()) {
     const std::shared_ptr<Job>& job = queue_.front();
     // Strict FIFO: the first job that does not fit ends the batch (one job always fits).
     if (!batch.empty() && tokens + job->tokens > config_.token_budget) break;
     queued_texts_ -= static_cast<int64_t>(job->requests.size());
     queued_tokens_ -= job->tokens;
-    if (job->deadline > now) {  // an expired job's caller answers 504 itself
+    if (cancelled) {  // draining past its time: answer without running
+      job->stopped = job->done = true;
+      job->finished.notify_one();
+    } else if (job->deadline > now) {  // an expired job's caller answers 504 itself
       tokens += job->tokens;
       batch.push_back(job);
     }
@@ -113,7 +126,10 @@ void Batcher::work() {
     int64_t tokens = 0;
     const Clock::time_point start = Clock::now();
     for (const auto& job : batch) {
-      for (Request& r : job->requests) requests.push_back(std::move(r));
+      for (Request& r : job->requests) {
+        r.deadline = job->deadline;  // the engine stops it between model calls once this passed
+        requests.push_back(std::move(r));
+      }
       tokens += job->tokens;
       metrics_.observe_stage(Stage::kQueue, std::chrono::duration<double>(start - job->enqueued).count());
     }
@@ -122,8 +138,11 @@ void Batcher::work() {
 
     BatchTimings timings;
     std::vector<Result> results;
+    const std::function<bool()> cancelled = [this] {
+      return Clock::now().time_since_epoch().count() >= cancel_at_.load();
+    };
     try {
-      results = run_batch_(requests, timings);
+      results = run_batch_(requests, timings, cancelled);
     } catch (...) {
       results.clear();
     }
@@ -139,6 +158,7 @@ void Batcher::work() {
     metrics_.observe_stage(Stage::kDecode, timings.decode_seconds);
     metrics_.observe_batch(requests.size(), tokens, timings.forward_calls);
 
+    const bool drained = cancelled();  // cancelled results are then the drain's doing (else a deadline's)
     lock.lock();
     running_tokens_ = 0;
     const double spent = timings.tokenize_seconds + timings.forward_seconds + timings.decode_seconds;
@@ -153,6 +173,7 @@ void Batcher::work() {
       job->results.assign(std::make_move_iterator(results.begin() + static_cast<std::ptrdiff_t>(next)),
                           std::make_move_iterator(results.begin() + static_cast<std::ptrdiff_t>(next + n)));
       next += n;
+      for (const Result& r : job->results) job->stopped = job->stopped || (drained && r.error_kind == ErrorKind::kCancelled);
       job->done = true;
       job->finished.notify_one();
     }

@@ -4,9 +4,13 @@
 // The queue is bounded (callers get kQueueFull -> 429) and each job has a deadline (kDeadline -> 504).
 // Load shedding: a job that the backlog would keep past its deadline is refused at once
 // (kOverloaded -> 429) rather than accepted and timed out; the wait is estimated from the
-// measured seconds per text token of recent batches.
+// measured seconds per token of recent batches. A job's tokens are its estimated cost
+// (Engine::estimate_cost: text tokens x prompts), so schema-heavy requests count as the work they are.
+// Each request carries its job's deadline into the engine, which stops it between model calls once
+// the deadline passed; cancel_after() (the service draining) stops the running batch the same way.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -24,7 +28,7 @@ namespace rexnlu::server {
 
 struct BatcherConfig {
   int64_t max_queue = 256;       // texts waiting at most; more -> kQueueFull
-  // Text tokens per batch at most (a larger single job runs alone). 2048: on the CPU engine a
+  // Tokens (job costs) per batch at most (a larger single job runs alone). 2048: on the CPU engine a
   // batch of 64 short requests cost more per request than one of ~10 (docs/benchmarks.md).
   int64_t token_budget = 2048;
   // How long the worker waits for more jobs after the first one arrives when idle. 0 = batch
@@ -35,8 +39,10 @@ struct BatcherConfig {
 class Batcher {
  public:
   using Clock = std::chrono::steady_clock;
-  // Runs one batch; the server passes Engine::extract_batch, tests a fake.
-  using RunBatch = std::function<std::vector<Result>(const std::vector<Request>&, BatchTimings&)>;
+  // Runs one batch; the server passes Engine::extract_batch, tests a fake. The last argument says
+  // when to give up (see cancel_after).
+  using RunBatch =
+      std::function<std::vector<Result>(const std::vector<Request>&, BatchTimings&, const std::function<bool()>&)>;
 
   enum class Status { kOk, kQueueFull, kOverloaded, kDeadline, kStopped };
   struct Outcome {
@@ -56,6 +62,9 @@ class Batcher {
 
   // Finishes the jobs already queued, then stops the worker; later run() calls get kStopped.
   void stop();
+  // From `when` on, the running batch is cancelled (between model calls) and every job not done
+  // gets kStopped: bounds how long a drain waits for work in flight. Safe from any thread.
+  void cancel_after(Clock::time_point when);
 
  private:
   struct Job;
@@ -75,6 +84,7 @@ class Batcher {
   double seconds_per_token_ = 0;    // moving average over batches; 0 = nothing measured yet
   double last_seconds_per_token_ = 0;
   bool stopping_ = false;
+  std::atomic<Clock::rep> cancel_at_{Clock::time_point::max().time_since_epoch().count()};
   std::thread worker_;
 };
 

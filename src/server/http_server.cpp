@@ -120,7 +120,13 @@ void HttpServer::Impl::handle_info(httplib::Response& res) {
                     {"max_texts", config.max_texts},
                     {"max_queue", config.batcher.max_queue},
                     {"token_budget", config.batcher.token_budget},
-                    {"deadline_ms", config.deadline.count()}};
+                    {"deadline_ms", config.deadline.count()},
+                    {"max_text_bytes", config.limits.max_text_bytes},
+                    {"max_schema_types", config.limits.max_schema_types},
+                    {"max_schema_depth", config.limits.max_schema_depth},
+                    {"max_paths", config.limits.max_paths},
+                    {"max_output_bytes", config.limits.max_output_bytes},
+                    {"max_sequences", config.limits.max_sequences}};
   info["auth_required"] = !config.api_key.empty();
   send_json(res, info);
 }
@@ -145,9 +151,16 @@ void HttpServer::Impl::handle_extract(const httplib::Request& req, httplib::Resp
       std::lock_guard lock(mutex);
       e = engine;
     }
-    for (const Request& r : call.requests) tokens += e->count_tokens(r.text);
+    for (size_t i = 0; i < call.requests.size(); ++i) {
+      try {
+        tokens += e->estimate_cost(call.requests[i]);  // also checks the options and limits
+      } catch (const Error& err) {
+        const std::string where = call.many ? "texts[" + std::to_string(i) + "]: " : "";
+        throw Error(err.kind(), where + err.what());
+      }
+    }
   } catch (const Error& e) {
-    return send_error(res, 422, e.what(), "invalid_request");
+    return send_error(res, 422, e.what(), e.kind() == ErrorKind::kLimitExceeded ? "limit_exceeded" : "invalid_request");
   } catch (const Json::exception& e) {  // e.g. a value of the wrong type deep inside
     return send_error(res, 422, e.what(), "invalid_request");
   }
@@ -176,6 +189,11 @@ void HttpServer::Impl::handle_extract(const httplib::Request& req, httplib::Resp
     if (r.ok()) continue;
     const std::string where = call.many ? "texts[" + std::to_string(i) + "]: " : "";
     if (r.error_kind == ErrorKind::kInvalidInput) return send_error(res, 422, where + r.error, "invalid_request");
+    if (r.error_kind == ErrorKind::kLimitExceeded) return send_error(res, 422, where + r.error, "limit_exceeded");
+    if (r.error_kind == ErrorKind::kCancelled) {  // its deadline passed as the engine checked it
+      return send_error(res, 504, "not done within the deadline of " + std::to_string(config.deadline.count()) + " ms",
+                        "deadline_exceeded");
+    }
     return send_error(res, 500, where + r.error, "internal");
   }
   send_json(res, extract_response(call, outcome.results));
@@ -315,15 +333,25 @@ int HttpServer::bind() {
 
 void HttpServer::listen() { impl_->http.listen_after_bind(); }
 
-void HttpServer::stop() { impl_->http.stop(); }
+void HttpServer::stop() {
+  std::shared_ptr<Batcher> b;
+  {
+    std::lock_guard lock(impl_->mutex);
+    b = impl_->batcher;
+  }
+  if (b) b->cancel_after(Clock::now() + impl_->config.drain_timeout);
+  impl_->http.stop();
+}
 
 void HttpServer::set_engine(std::unique_ptr<Engine> engine) {
+  engine->set_limits(impl_->config.limits);
   std::shared_ptr<Engine> shared(std::move(engine));
   auto batcher = std::make_shared<Batcher>(
       impl_->config.batcher,
-      [shared, hook = impl_->config.before_batch](const std::vector<Request>& requests, BatchTimings& timings) {
+      [shared, hook = impl_->config.before_batch](const std::vector<Request>& requests, BatchTimings& timings,
+                                                  const std::function<bool()>& cancelled) {
         if (hook) hook();
-        return shared->extract_batch(requests, &timings);
+        return shared->extract_batch(requests, &timings, cancelled);
       },
       impl_->metrics);
   std::lock_guard lock(impl_->mutex);

@@ -24,6 +24,9 @@ struct ServerConfig {
   int64_t max_texts = 64;                 // "texts" per request
   std::chrono::milliseconds deadline{30000};  // per extract request; past it 504
   int threads = 64;                       // HTTP handler threads (concurrent requests being served)
+  // After stop(), work still running or queued this long later is cancelled (503 shutting_down).
+  std::chrono::milliseconds drain_timeout{3000};
+  Limits limits;                          // per text: size and work bounds (set on the engine); past them 422
   BatcherConfig batcher;
   std::string model_path;                 // shown by /info
   // Runs on the batcher thread before each batch. Tests block here to fill the queue or pass a
@@ -42,7 +45,8 @@ class HttpServer {
   int bind();
   // Serves until stop(); returns once every request already accepted is answered.
   void listen();
-  // Stops accepting connections (safe from any thread); listen() then drains and returns.
+  // Stops accepting connections (safe from any thread); listen() then drains and returns. Work
+  // not done within drain_timeout is cancelled between model calls.
   void stop();
 
   // The model is ready: /health turns 200 and extraction starts.

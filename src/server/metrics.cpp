@@ -131,7 +131,7 @@ std::string Metrics::render() const {
   out += "# HELP rexnlu_batch_size Texts per batch (one model forward per recursion level per batch).\n";
   out += "# TYPE rexnlu_batch_size histogram\n";
   batch_size_.render(out, "rexnlu_batch_size", "");
-  out += "# HELP rexnlu_batch_tokens Text tokens per batch.\n";
+  out += "# HELP rexnlu_batch_tokens Tokens per batch (estimated cost: text tokens x prompts).\n";
   out += "# TYPE rexnlu_batch_tokens histogram\n";
   batch_tokens_.render(out, "rexnlu_batch_tokens", "");
   out += "# HELP rexnlu_batches_total Batches run by the batcher.\n";

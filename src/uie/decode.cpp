@@ -22,7 +22,7 @@ double mean3(float p1, float p2, float p3) { return round4(static_cast<double>((
 }  // namespace
 
 std::vector<Match> decode_window(const float* z, const WindowLayout& w, const MarkedText& text, float threshold,
-                                 DecodeMode mode) {
+                                 DecodeMode mode, size_t max_matches) {
   const int32_t L = w.length, H = w.first_text_token;
   const auto& offsets = *w.offsets;
   const auto& slots = *w.slot_tokens;
@@ -53,6 +53,7 @@ std::vector<Match> decode_window(const float* z, const WindowLayout& w, const Ma
 
   for (int32_t r = H; r < L; ++r) {
     for (int32_t c = r; c < L; ++c) {
+      if (matches.size() > max_matches) return matches;
       if (!(Z(r, c) > threshold)) continue;
       for (int s = 0; s < static_cast<int>(slots.size()); ++s) {
         const int32_t T = slots[s];

@@ -2,6 +2,7 @@
 // the links head->tail, head->[TYPE] and [TYPE]->tail all hold.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -33,9 +34,10 @@ struct Match {
   double probability = 0;      // mean of the three link probabilities, rounded to 4 decimals
 };
 
-// Matches in the original's order: span head, span tail, then slot (hint) order.
+// Matches in the original's order: span head, span tail, then slot (hint) order. Stops once it has
+// more than `max_matches` (the caller's budget: a permissive threshold links O(L*L*types) spans).
 std::vector<Match> decode_window(const float* logits, const WindowLayout& layout, const MarkedText& text,
-                                 float threshold, DecodeMode mode);
+                                 float threshold, DecodeMode mode, size_t max_matches = SIZE_MAX);
 
 // Python's round(x, 4) for the doubles it sees here (correctly rounded decimal, back to double).
 double round4(double x);

@@ -15,14 +15,6 @@ namespace {
 constexpr std::string_view kClassifyMarker = "[CLASSIFY]";
 constexpr std::string_view kMultiClassifyMarker = "[MULTICLASSIFY]";
 
-void check_options(const PipelineOptions& o) {
-  if (o.max_len < 8 || o.max_len > 512) throw InputError("option max_len must be in [8, 512], got " + std::to_string(o.max_len));
-  if (o.hint_max_len < 4 || o.hint_max_len > o.max_len - 2) {
-    throw InputError("option hint_max_len must be in [4, max_len - 2], got " + std::to_string(o.hint_max_len));
-  }
-  if (o.stride < 0) throw InputError("option stride must be >= 0, got " + std::to_string(o.stride));
-}
-
 // The prefix tuple as a dict key: (type, span, (start, end)[, confidence]) per item.
 std::string prefix_key(const Prefix& prefix) {
   std::string key;
@@ -47,7 +39,6 @@ std::string prefix_key(const Prefix& prefix) {
 RequestRun::RequestRun(const text::Tokenizer& tokenizer, std::string_view text, Schema schema,
                        PipelineOptions options)
     : tok_(tokenizer), special_(SpecialIds::of(tokenizer)), opt_(options), schema_(std::move(schema)) {
-  check_options(opt_);
   if (text.empty()) throw InputError("text is empty");
   text_ = std::make_shared<const std::u32string>(decode_utf8(text, "text"));
   text_tokens_ = tok_.encode_raw(text);
@@ -150,6 +141,11 @@ int32_t RequestRun::next_length() { return has_pending() ? static_cast<int32_t>(
 
 models::SequenceInput RequestRun::take_next() {
   if (!has_pending()) throw InternalError("take_next() without a pending sequence");
+  if (sequences_built_ >= opt_.limits.max_sequences) {
+    throw LimitError("the request needs more than " + std::to_string(opt_.limits.max_sequences) +
+                     " model sequences (hint chunks x text windows x schema levels); the limit max_sequences is " +
+                     std::to_string(opt_.limits.max_sequences));
+  }
   WindowItem item = std::move(ready_.front());
   ready_.pop_front();
   models::SequenceInput seq = make_sequence(item.ids, special_);
@@ -176,7 +172,16 @@ void RequestRun::feed(const models::LinkLogits& logits) {
   const DecodeMode mode = mode_ == Mode::kExtract ? DecodeMode::kExtract
                           : blank_               ? DecodeMode::kClassifyBlank
                                                  : DecodeMode::kClassify;
-  for (const Match& m : decode_window(logits.data(), layout, marked_, opt_.link_threshold, mode)) {
+  const int64_t budget = std::max<int64_t>(0, opt_.limits.max_paths - spans_found_);
+  const std::vector<Match> matches =
+      decode_window(logits.data(), layout, marked_, opt_.link_threshold, mode, static_cast<size_t>(budget));
+  if (static_cast<int64_t>(matches.size()) > budget) {
+    throw LimitError("the request found more than " + std::to_string(opt_.limits.max_paths) +
+                     " spans (output paths and next-level prefixes); the limit max_paths is " +
+                     std::to_string(opt_.limits.max_paths) + " (is link_threshold too low?)");
+  }
+  spans_found_ += static_cast<int64_t>(matches.size());
+  for (const Match& m : matches) {
     if (mode_ == Mode::kExtract) {
       on_match_extract(item, m);
     } else {
@@ -193,11 +198,24 @@ void RequestRun::add_next_entry(Prefix prefix, int node) {
   next_entries_.push_back(LevelEntry{std::move(prefix), node});
 }
 
+// The bytes a match adds to the output (its path's types and spans) count against max_output_bytes.
+void RequestRun::count_found(const Prefix& prefix, const std::string& type, const std::string& span) {
+  int64_t bytes = static_cast<int64_t>(type.size() + span.size());
+  for (const PrefixItem& p : prefix) bytes += static_cast<int64_t>(p.type.size() + p.span.size());
+  span_bytes_found_ += bytes;
+  if (span_bytes_found_ > opt_.limits.max_output_bytes) {
+    throw LimitError("the spans found hold more than " + std::to_string(opt_.limits.max_output_bytes) +
+                     " bytes of types and spans; the limit max_output_bytes is " +
+                     std::to_string(opt_.limits.max_output_bytes) + " (is link_threshold too low?)");
+  }
+}
+
 void RequestRun::on_match_extract(const WindowItem& item, const Match& m) {
   const TypeSlot& slot = chunks_[item.chunk].slots[m.slot];
   const LevelEntry& entry = entries_[slot.entry];
   const std::string& type = schema_.node(slot.type_node).type;
   const std::string span = encode_utf8(m.span);
+  count_found(entry.prefix, type, span);
   if (!schema_.is_leaf(slot.type_node)) {
     Prefix next = entry.prefix;
     next.push_back(PrefixItem{type, span, m.start, m.end, std::nullopt, m.probability});
@@ -219,6 +237,7 @@ void RequestRun::on_match_classify(const WindowItem& item, const Match& m) {
   const LevelEntry& entry = entries_[slot.entry];
   const std::string& type = schema_.node(slot.type_node).type;
   const std::string span = encode_utf8(m.span);
+  count_found(entry.prefix, type, span);
   if (!schema_.is_leaf(slot.type_node)) {  // even a span that is not the marker recurses, as in the original
     Prefix next = entry.prefix;
     next.push_back(PrefixItem{type, span, m.start, m.end, m.probability, m.probability});
@@ -275,8 +294,9 @@ void RequestRun::finish_level() {
   done_ = true;
 }
 
-void RequestRun::fail(std::string message) {
+void RequestRun::fail(std::string message, ErrorKind kind) {
   error_ = std::move(message);
+  error_kind_ = kind;
   done_ = true;
   ready_.clear();
   in_flight_.clear();
@@ -307,9 +327,23 @@ std::vector<OutputPath> RequestRun::output() const {
   return out;
 }
 
-int64_t run_requests(models::LinkModel& model, const std::vector<RequestRun*>& runs, int64_t max_batch_cells) {
+int64_t run_requests(models::LinkModel& model, const std::vector<RequestRun*>& runs, int64_t max_batch_cells,
+                     const std::function<bool()>& cancelled) {
   int64_t forwards = 0;
   for (;;) {
+    const bool cancel_all = cancelled && cancelled();
+    const auto now = std::chrono::steady_clock::now();
+    for (RequestRun* run : runs) {
+      if (run->done()) continue;
+      if (cancel_all) {
+        run->fail("cancelled before it finished (" + std::to_string(run->sequences_built()) + " model sequences run)",
+                  ErrorKind::kCancelled);
+      } else if (now >= run->deadline()) {
+        run->fail("cancelled: its deadline passed before it finished (" + std::to_string(run->sequences_built()) +
+                      " model sequences run)",
+                  ErrorKind::kCancelled);
+      }
+    }
     std::vector<models::SequenceInput> batch;
     std::vector<RequestRun*> owners;
     int64_t cells = 0;
@@ -327,12 +361,28 @@ int64_t run_requests(models::LinkModel& model, const std::vector<RequestRun*>& r
           cells += L * L;
         }
       } catch (const Error& e) {
-        run->fail(e.what());
+        run->fail(e.what(), e.kind());
       }
       if (full) break;
     }
     if (batch.empty()) break;
-    std::vector<models::LinkLogits> logits = model.forward(batch);
+    // The forward itself stops between layers once every run in it is cancelled.
+    const std::function<bool()> batch_cancelled = [&] {
+      if (cancelled && cancelled()) return true;
+      const auto at = std::chrono::steady_clock::now();
+      return std::all_of(owners.begin(), owners.end(), [&](const RequestRun* r) { return at >= r->deadline(); });
+    };
+    std::vector<models::LinkLogits> logits;
+    try {
+      const models::CancelScope scope(batch_cancelled);
+      logits = model.forward(batch);
+    } catch (const models::ForwardCancelled&) {
+      ++forwards;
+      for (RequestRun* run : owners) {
+        if (!run->done()) run->fail("cancelled during a model call (deadline passed or the caller stopped it)", ErrorKind::kCancelled);
+      }
+      continue;
+    }
     ++forwards;
     if (logits.size() != batch.size()) {
       throw InternalError("model returned " + std::to_string(logits.size()) + " results for " +
@@ -344,7 +394,7 @@ int64_t run_requests(models::LinkModel& model, const std::vector<RequestRun*>& r
       try {
         owners[k]->feed(logits[k]);
       } catch (const Error& e) {
-        owners[k]->fail(e.what());
+        owners[k]->fail(e.what(), e.kind());
       }
       models::LinkLogits().swap(logits[k]);  // release as we go
     }
@@ -352,7 +402,7 @@ int64_t run_requests(models::LinkModel& model, const std::vector<RequestRun*>& r
       try {
         run->advance();
       } catch (const Error& e) {
-        run->fail(e.what());
+        run->fail(e.what(), e.kind());
       }
     }
   }

@@ -6,8 +6,10 @@
 // batch budget.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -16,6 +18,8 @@
 #include <vector>
 
 #include "models/link_model.h"
+#include "rexnlu/error.h"
+#include "rexnlu/options.h"
 #include "text/tokenizer.h"
 #include "uie/classify.h"
 #include "uie/decode.h"
@@ -26,12 +30,16 @@
 
 namespace rexnlu::uie {
 
+// The engine checks the ranges (engine/options_json.h, check_options) before a run is built.
 struct PipelineOptions {
   float link_threshold = 0.0f;  // a link holds iff its logit is > this
   int max_len = 512;            // tokens per sequence
   int stride = 32;              // window overlap in text tokens (extraction; classification uses 0)
   int hint_max_len = 256;       // tokens per hint chunk, [CLS] and [SEP] included
   bool dedup = true;            // drop repeated identical paths (the original keeps them)
+  Limits limits;                // max_paths, max_output_bytes and max_sequences apply here
+  // run_requests fails the run with kCancelled once this passes (checked between model calls).
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
 };
 
 struct OutputItem {
@@ -44,7 +52,7 @@ using OutputPath = std::vector<OutputItem>;
 
 class RequestRun {
  public:
-  // Throws rexnlu::Error (kInvalidInput) on empty or invalid UTF-8 text or bad options.
+  // Throws rexnlu::Error (kInvalidInput) on empty or invalid UTF-8 text.
   RequestRun(const text::Tokenizer& tokenizer, std::string_view text, Schema schema, PipelineOptions options);
 
   bool done() const { return done_; }
@@ -60,8 +68,10 @@ class RequestRun {
   void advance();
 
   // Marks the run failed; it reports done() and keeps the error.
-  void fail(std::string message);
+  void fail(std::string message, ErrorKind kind = ErrorKind::kInvalidInput);
   const std::optional<std::string>& error() const { return error_; }
+  ErrorKind error_kind() const { return error_kind_; }
+  std::chrono::steady_clock::time_point deadline() const { return opt_.deadline; }
 
   std::vector<OutputPath> output() const;  // valid once done()
   const std::vector<std::string>& warnings() const { return warnings_; }
@@ -86,6 +96,7 @@ class RequestRun {
   void finish_chunk();
   void finish_level();
   void add_next_entry(Prefix prefix, int node);
+  void count_found(const Prefix& prefix, const std::string& type, const std::string& span);
   bool level_complete() const;
 
   const text::Tokenizer& tok_;
@@ -116,13 +127,19 @@ class RequestRun {
 
   std::vector<std::string> warnings_;
   std::optional<std::string> error_;
+  ErrorKind error_kind_ = ErrorKind::kInvalidInput;
   int64_t sequences_built_ = 0;
+  int64_t spans_found_ = 0;        // counted against limits.max_paths
+  int64_t span_bytes_found_ = 0;   // counted against limits.max_output_bytes
   bool done_ = false;
 };
 
 // Runs the runs to completion, merging the sequences of all of them into one forward per step;
 // a forward carries at most max_batch_cells = sum of L*L (at least one sequence). A run whose
-// input turns out bad fails alone. Returns the number of forward calls.
-int64_t run_requests(models::LinkModel& model, const std::vector<RequestRun*>& runs, int64_t max_batch_cells);
+// input turns out bad, that exceeds a limit or whose deadline passes fails alone; once
+// `cancelled` returns true every unfinished run fails with kCancelled (both are checked before
+// each forward). Returns the number of forward calls.
+int64_t run_requests(models::LinkModel& model, const std::vector<RequestRun*>& runs, int64_t max_batch_cells,
+                     const std::function<bool()>& cancelled = {});
 
 }  // namespace rexnlu::uie

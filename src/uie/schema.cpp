@@ -4,19 +4,19 @@
 
 namespace rexnlu::uie {
 
-Schema Schema::parse(std::string_view json_text) {
+Schema Schema::parse(std::string_view json_text, const SchemaLimits& limits) {
   nlohmann::ordered_json value;
   try {
     value = nlohmann::ordered_json::parse(json_text);
   } catch (const nlohmann::json::exception& e) {
     throw InputError(std::string("schema is not valid JSON: ") + e.what());
   }
-  return from_json(value);
+  return from_json(value, limits);
 }
 
-Schema Schema::from_json(const nlohmann::ordered_json& value) {
+Schema Schema::from_json(const nlohmann::ordered_json& value, const SchemaLimits& limits) {
   if (value.is_string()) {  // a JSON string holding the schema, as json.loads(schema) in the original
-    return parse(value.get<std::string>());
+    return parse(value.get<std::string>(), limits);
   }
   if (!value.is_object()) {
     throw InputError(std::string("schema must be a JSON object of type names, got ") + value.type_name());
@@ -25,6 +25,14 @@ Schema Schema::from_json(const nlohmann::ordered_json& value) {
   Schema schema;
   schema.nodes_.push_back(Node{});
   schema.add_object(value, "", 1);
+  if (schema.types() > limits.max_types) {
+    throw LimitError("schema has " + std::to_string(schema.types()) + " type names; the limit max_schema_types is " +
+                     std::to_string(limits.max_types));
+  }
+  if (schema.depth() > limits.max_depth) {
+    throw LimitError("schema is " + std::to_string(schema.depth()) + " levels deep; the limit max_schema_depth is " +
+                     std::to_string(limits.max_depth));
+  }
   std::vector<std::string> path;
   schema.collect_legal(kRoot, path);
   return schema;

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <set>
 #include <string>
 #include <string_view>
@@ -15,6 +16,12 @@ namespace rexnlu::uie {
 // than 3 levels (EE/RE use 2, hierarchical classification 2-3).
 inline constexpr int kMaxSchemaDepth = 8;
 
+// An operator's bounds on one request's schema (rexnlu::Limits); past them, a kLimitExceeded error.
+struct SchemaLimits {
+  int64_t max_types = INT64_MAX;    // type names, all levels together
+  int max_depth = kMaxSchemaDepth;  // levels
+};
+
 class Schema {
  public:
   struct Node {
@@ -24,13 +31,15 @@ class Schema {
 
   // `json_text` is a JSON object, or a JSON string holding one (the original accepts both).
   // Throws rexnlu::Error (kInvalidInput) naming the offending key path.
-  static Schema parse(std::string_view json_text);
-  static Schema from_json(const nlohmann::ordered_json& value);
+  // Past `limits`: rexnlu::Error (kLimitExceeded) naming the limit and the schema's value.
+  static Schema parse(std::string_view json_text, const SchemaLimits& limits = {});
+  static Schema from_json(const nlohmann::ordered_json& value, const SchemaLimits& limits = {});
 
   static constexpr int kRoot = 0;
   const Node& node(int index) const { return nodes_.at(index); }
   bool is_leaf(int index) const { return nodes_.at(index).children.empty(); }
   int depth() const { return depth_; }
+  int64_t types() const { return static_cast<int64_t>(nodes_.size()) - 1; }  // type names, all levels
 
   // Root-to-leaf type paths: a result path is output only when its types form one of these.
   bool is_legal(const std::vector<std::string>& types) const { return legal_.count(types) > 0; }

@@ -21,13 +21,15 @@ using namespace std::chrono_literals;
 class FakeEngine {
  public:
   Batcher::RunBatch runner() {
-    return [this](const std::vector<Request>& requests, BatchTimings& timings) {
+    return [this](const std::vector<Request>& requests, BatchTimings& timings, const std::function<bool()>& cancelled) {
       {
         std::unique_lock lock(mutex_);
         ++entered_;
         changed_.notify_all();
         changed_.wait(lock, [&] { return open_; });
         batches_.push_back(requests.size());
+        deadlines_.push_back(requests.empty() ? Batcher::Clock::time_point{} : requests[0].deadline);
+        cancelled_ = cancelled();
       }
       if (!requests.empty() && requests[0].text == "throw") throw std::runtime_error("boom");
       timings.forward_calls = 1;
@@ -47,6 +49,14 @@ class FakeEngine {
     std::lock_guard lock(mutex_);
     return batches_;
   }
+  bool last_cancelled() {
+    std::lock_guard lock(mutex_);
+    return cancelled_;
+  }
+  std::vector<Batcher::Clock::time_point> deadlines() {
+    std::lock_guard lock(mutex_);
+    return deadlines_;
+  }
 
  private:
   void set_open(bool open) {
@@ -59,6 +69,8 @@ class FakeEngine {
   bool open_ = true;
   int entered_ = 0;
   std::vector<size_t> batches_;
+  std::vector<Batcher::Clock::time_point> deadlines_;  // of each batch's first request
+  bool cancelled_ = false;                              // what the cancel check said in the last batch
 };
 
 std::vector<Request> texts(std::initializer_list<const char*> list) {
@@ -208,6 +220,34 @@ TEST(Batcher, StopFinishesQueuedJobsThenRefuses) {
   stopper.join();
   EXPECT_EQ(running.get().status, Batcher::Status::kOk);
   EXPECT_EQ(queued.get().status, Batcher::Status::kOk);
+  EXPECT_EQ(batcher.run(texts({"c"}), 1, in(30s)).status, Batcher::Status::kStopped);
+}
+
+TEST(Batcher, RequestsCarryTheirJobsDeadlineIntoTheEngine) {
+  Metrics metrics;
+  FakeEngine engine;
+  Batcher batcher({}, engine.runner(), metrics);
+  const Batcher::Clock::time_point deadline = in(30s);
+  ASSERT_EQ(batcher.run(texts({"a"}), 1, deadline).status, Batcher::Status::kOk);
+  EXPECT_EQ(engine.deadlines(), (std::vector<Batcher::Clock::time_point>{deadline}));
+  EXPECT_FALSE(engine.last_cancelled());
+}
+
+TEST(Batcher, CancelAfterCancelsTheRunningBatchAndAnswersQueuedJobsStopped) {
+  Metrics metrics;
+  FakeEngine engine;
+  Batcher batcher({}, engine.runner(), metrics);
+  engine.hold();
+  auto running = start(batcher, texts({"a"}), 1);
+  engine.wait_entered(1);
+  auto queued = start(batcher, texts({"b"}), 1);
+  wait_queue_depth(metrics, 1);
+  batcher.cancel_after(Batcher::Clock::now());
+  engine.release();
+  EXPECT_EQ(running.get().status, Batcher::Status::kOk);  // this fake ignores the cancel check...
+  EXPECT_TRUE(engine.last_cancelled());                   // ...which said to stop
+  EXPECT_EQ(queued.get().status, Batcher::Status::kStopped);
+  EXPECT_EQ(engine.batches(), (std::vector<size_t>{1}));  // "b" never ran
   EXPECT_EQ(batcher.run(texts({"c"}), 1, in(30s)).status, Batcher::Status::kStopped);
 }
 

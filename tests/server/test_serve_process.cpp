@@ -107,7 +107,7 @@ std::string slow_body() {
 }
 
 TEST(ServeProcess, SigtermFinishesTheRequestInFlightAndExitsZero) {
-  Serve s = start_serve({"--max-body-bytes", "10000000"});
+  Serve s = start_serve({"--max-body-bytes", "10000000", "--drain-timeout-ms", "120000"});
   ASSERT_GT(s.port, 0);
   auto c = client(s.port);
   wait_healthy(c);
@@ -133,9 +133,40 @@ TEST(ServeProcess, SigtermFinishesTheRequestInFlightAndExitsZero) {
   EXPECT_FALSE(client(s.port).Get("/health")) << "still accepting after exit";
 }
 
+TEST(ServeProcess, SigtermCancelsALongRequestWithinTheDrainTimeout) {
+  // A 1 MB text is ~750 model sequences (about a minute of CPU for the tiny model; threshold 20
+  // so that nothing links and no output limit ends it early); the drain gives it 300 ms.
+  Serve s = start_serve({"--max-body-bytes", "10000000", "--max-text-bytes", "2000000", "--drain-timeout-ms", "300",
+                         "--deadline-ms", "600000"});
+  ASSERT_GT(s.port, 0);
+  auto c = client(s.port);
+  wait_healthy(c);
+  std::string text;
+  while (text.size() < (1u << 20)) text += "小明在北京大学读书，后来去了上海交通大学任教。";
+  const std::string body = Json{{"text", text}, {"schema", {{"人物", nullptr}}}, {"options", {{"link_threshold", 20}}}}.dump();
+  auto in_flight = std::async(std::launch::async, [&] { return client(s.port).Post("/v1/extract", body, "application/json"); });
+  // Wait until the model is working on it.
+  bool seen = false;
+  for (int i = 0; i < 20000 && !seen; ++i) {
+    seen = metric(c, "rexnlu_http_requests_in_flight") >= 2;
+    if (!seen) std::this_thread::sleep_for(1ms);
+  }
+  ASSERT_TRUE(seen);
+  std::this_thread::sleep_for(500ms);
+  const Clock::time_point signalled = Clock::now();
+  ASSERT_EQ(kill(s.pid, SIGTERM), 0);
+  auto r = in_flight.get();
+  ASSERT_TRUE(r) << httplib::to_string(r.error());
+  EXPECT_EQ(r->status, 503) << r->body.substr(0, 300);
+  EXPECT_EQ(Json::parse(r->body).value("error_type", ""), "shutting_down");
+  EXPECT_EQ(wait_exit(s), 0);
+  EXPECT_LT(Clock::now() - signalled, 5s);
+}
+
 TEST(ServeProcess, OptionsReachTheService) {
   Serve s = start_serve({"--api-key", "k1", "--max-body-bytes", "300", "--max-queue", "7", "--token-budget", "99",
-                         "--deadline-ms", "1234", "--max-texts", "3"});
+                         "--deadline-ms", "1234", "--max-texts", "3", "--max-text-bytes", "500", "--max-schema-types", "6",
+                         "--max-schema-depth", "2", "--max-paths", "11", "--max-output-bytes", "12", "--max-sequences", "13"});
   ASSERT_GT(s.port, 0);
   auto c = client(s.port);
   wait_healthy(c);
@@ -147,7 +178,9 @@ TEST(ServeProcess, OptionsReachTheService) {
   ASSERT_TRUE(info);
   ASSERT_EQ(info->status, 200);
   const Json limits = Json::parse(info->body)["limits"];
-  EXPECT_EQ(limits, Json::parse(R"({"max_body_bytes": 300, "max_texts": 3, "max_queue": 7, "token_budget": 99, "deadline_ms": 1234})"));
+  EXPECT_EQ(limits, Json::parse(R"({"max_body_bytes": 300, "max_texts": 3, "max_queue": 7, "token_budget": 99, "deadline_ms": 1234,
+                                    "max_text_bytes": 500, "max_schema_types": 6, "max_schema_depth": 2, "max_paths": 11,
+                                    "max_output_bytes": 12, "max_sequences": 13})"));
   auto big = c.Post("/v1/extract", std::string(400, ' '), "application/json");
   ASSERT_TRUE(big);
   EXPECT_EQ(big->status, 413);
