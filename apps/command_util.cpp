@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <charconv>
 #include <exception>
 #include <iostream>
 
@@ -14,6 +15,22 @@ void add_model_option(CLI::App& cmd, std::string& model) {
   cmd.add_option("--model", model,
                  std::string("model directory (default: the bundled model ") + default_model_name() +
                      ", or $REXNLU_MODEL)");
+}
+
+CLI::Validator int_range(int64_t lo, int64_t hi) {
+  const std::string range = std::to_string(lo) + " to " + std::to_string(hi);
+  return CLI::Validator(
+      [lo, hi, range](std::string& given) -> std::string {
+        int64_t v = 0;
+        const char* end = given.data() + given.size();
+        const auto [stop, ec] = std::from_chars(given.data(), end, v);
+        const bool whole = stop == end && !given.empty();
+        if (whole && (ec == std::errc::result_out_of_range || (ec == std::errc() && (v < lo || v > hi))))
+          return given + " is out of range: give a whole number from " + range;
+        if (!whole || ec != std::errc()) return "'" + given + "' is not a whole number (give " + range + ")";
+        return {};
+      },
+      "INT " + range);
 }
 
 std::filesystem::path resolve_model_dir(const std::string& model) {
