@@ -56,10 +56,8 @@ class ConfigReader {
   // An integer in [lo, hi]; messages quote the value as written in the file.
   int integer(const std::string& key, std::optional<int> fallback, int lo, int hi) const {
     const json* v = find(key);
-    std::string kind = "an integer";
-    if (lo == 1 && hi == kIntMax) kind = "a positive integer";
-    else if (lo == kAnyInt && hi != kIntMax) kind = "an integer of at most " + std::to_string(hi);
-    else if (lo != kAnyInt) kind = "an integer from " + std::to_string(lo) + " to " + std::to_string(hi);
+    std::string kind = lo == 1 ? "a positive integer" : lo == kAnyInt ? "an integer" : "an integer from " + std::to_string(lo);
+    if (hi != kIntMax) kind += (lo == 1 || lo == kAnyInt ? " of at most " : " to ") + std::to_string(hi);
     if (!v) {
       if (!fallback) fail(key, "is missing (it must be " + kind + ")");
       return *fallback;

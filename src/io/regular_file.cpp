@@ -14,12 +14,12 @@ namespace rexnlu::io {
 namespace {
 
 const char* file_type(mode_t mode) {
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "not a regular file";
+  if (S_ISDIR(mode)) return "is a directory";
+  if (S_ISFIFO(mode)) return "is a FIFO (named pipe)";
+  if (S_ISCHR(mode)) return "is a character device";
+  if (S_ISBLK(mode)) return "is a block device";
+  if (S_ISSOCK(mode)) return "is a socket";
+  return "is not a regular file";
 }
 
 std::string size_text(uint64_t bytes) {
@@ -42,8 +42,7 @@ RegularFile::RegularFile(const std::filesystem::path& path, uint64_t max_bytes, 
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd_);
-    const char* type = file_type(st.st_mode);
-    throw ModelError(path.string() + (type[0] == 'n' ? ": " : ": is ") + type + "; only regular files are read");
+    throw ModelError(path.string() + ": " + file_type(st.st_mode) + "; only regular files are read");
   }
   size_ = static_cast<uint64_t>(st.st_size);
   if (size_ > max_bytes) {

@@ -56,10 +56,14 @@ TEST(ModelConfig, DeeplyNestedValueIsRefusedNotACrash) {
 // Every size is bounded before anything is sized by it, and the message quotes the value given.
 TEST(ModelConfig, ValuesOutsideSaneRangesAreRefused) {
   const std::pair<const char*, const char*> cases[] = {
-      {"num_hidden_layers", "1 to 256"},       {"vocab_size", "1 to 1000000"},
-      {"hidden_size", "1 to 16384"},           {"num_attention_heads", "1 to 16384"},
-      {"intermediate_size", "1 to 65536"},     {"max_position_embeddings", "1 to 65536"},
-      {"position_buckets", "at most 65536"},   {"conv_kernel_size", "at most 255"}};
+      {"num_hidden_layers", "a positive integer of at most 256"},
+      {"vocab_size", "a positive integer of at most 1000000"},
+      {"hidden_size", "a positive integer of at most 16384"},
+      {"num_attention_heads", "a positive integer of at most 16384"},
+      {"intermediate_size", "a positive integer of at most 65536"},
+      {"max_position_embeddings", "a positive integer of at most 65536"},
+      {"position_buckets", "an integer of at most 65536"},
+      {"conv_kernel_size", "an integer of at most 255"}};
   for (const auto& [key, range] : cases) {
     SCOPED_TRACE(key);
     json j = tiny_config_json();
