@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/json_input.h"
 #include "command_util.h"
 #include "request_json.h"
 #include "rexnlu/error.h"
@@ -53,7 +54,7 @@ std::vector<Request> load_requests(const BenchFlags& f) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     try {
       // A JSON request line as `extract --input` takes, or a plain text (with --schema).
-      out.push_back(line[0] == '{' ? request_from_json(Json::parse(line), {}) : Request{line, f.schema, {}});
+      out.push_back(line[0] == '{' ? request_from_json(parse_json<Json>(line), {}) : Request{line, f.schema, {}});
     } catch (const std::exception& e) {
       throw InputError(f.texts + ":" + std::to_string(line_number) + ": " + e.what());
     }
@@ -142,9 +143,9 @@ void add_bench_command(CLI::App& app) {
   add_model_option(*cmd, f->model);
   cmd->add_option("--texts", f->texts, "texts to run: plain lines (with --schema) or extract JSON lines (default: 8 built-in news sentences)");
   cmd->add_option("--schema", f->schema, "schema for plain-text lines")->capture_default_str();
-  cmd->add_option("--n", f->n, "requests to time (cycling over the texts)")->capture_default_str();
-  cmd->add_option("--batch", f->batch, "requests per extract_batch call (latency is per call)")->capture_default_str();
-  cmd->add_option("--warmup", f->warmup, "untimed batches first")->capture_default_str();
+  cmd->add_option("--n", f->n, "requests to time (cycling over the texts)")->capture_default_str()->check(int_range(1, 1000000000));
+  cmd->add_option("--batch", f->batch, "requests per extract_batch call (latency is per call)")->capture_default_str()->check(int_range(1, 4096));
+  cmd->add_option("--warmup", f->warmup, "untimed batches first")->capture_default_str()->check(int_range(0, 1000000));
   cmd->add_flag("--json", f->json, "print JSON");
   cmd->callback([f] { run_command("bench", [&] { run_bench(*f); }); });
 }

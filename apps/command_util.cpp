@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <charconv>
 #include <exception>
 #include <iostream>
 
@@ -16,16 +17,32 @@ void add_model_option(CLI::App& cmd, std::string& model) {
                      ", or $REXNLU_MODEL)");
 }
 
+CLI::Validator int_range(int64_t lo, int64_t hi) {
+  const std::string range = std::to_string(lo) + " to " + std::to_string(hi);
+  return CLI::Validator(
+      [lo, hi, range](std::string& given) -> std::string {
+        int64_t v = 0;
+        const char* end = given.data() + given.size();
+        const auto [stop, ec] = std::from_chars(given.data(), end, v);
+        const bool whole = stop == end && !given.empty();
+        if (whole && (ec == std::errc::result_out_of_range || (ec == std::errc() && (v < lo || v > hi))))
+          return given + " is out of range: give a whole number from " + range;
+        if (!whole || ec != std::errc()) return "'" + given + "' is not a whole number (give " + range + ")";
+        return {};
+      },
+      "INT " + range);
+}
+
 std::filesystem::path resolve_model_dir(const std::string& model) {
   return model.empty() ? default_model_dir() : std::filesystem::path(model);
 }
 
 void add_limit_options(CLI::App& cmd, Limits& l) {
-  const auto positive = CLI::Range(int64_t{1}, INT64_MAX);
+  const auto positive = int_range(1, INT64_MAX);
   cmd.add_option("--max-text-bytes", l.max_text_bytes, "UTF-8 bytes per text at most")->capture_default_str()->check(positive);
   cmd.add_option("--max-schema-types", l.max_schema_types, "type names per schema at most (all levels)")
       ->capture_default_str()->check(positive);
-  cmd.add_option("--max-schema-depth", l.max_schema_depth, "schema levels at most")->capture_default_str()->check(CLI::Range(1, 8));
+  cmd.add_option("--max-schema-depth", l.max_schema_depth, "schema levels at most")->capture_default_str()->check(int_range(1, 8));
   cmd.add_option("--max-paths", l.max_paths, "spans found per text at most (paths and next-level prefixes)")
       ->capture_default_str()->check(positive);
   cmd.add_option("--max-output-bytes", l.max_output_bytes, "bytes of types and spans found per text at most")

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
@@ -19,6 +20,11 @@ void add_model_option(CLI::App& cmd, std::string& model);
 // Adds --max-text-bytes, --max-schema-types, --max-schema-depth, --max-paths, --max-output-bytes,
 // --max-sequences: the per-text limits of rexnlu::Limits (docs/options.md), defaults shown.
 void add_limit_options(CLI::App& cmd, Limits& limits);
+
+// A check for a numeric flag: a whole number from `lo` to `hi`. Anything else is refused before it
+// is converted (no wrap-around, no negative sizes), and the error names the flag and the value
+// given: "--port: 83536 is out of range: give a whole number from 0 to 65535".
+CLI::Validator int_range(int64_t lo, int64_t hi);
 
 // `model` or, when empty, the bundled default model directory.
 std::filesystem::path resolve_model_dir(const std::string& model);

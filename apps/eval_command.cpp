@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/json_input.h"
 #include "command_util.h"
 #include "eval_metrics.h"
 #include "progress_bar.h"
@@ -59,7 +60,7 @@ EvalPath path_from_json(const Json& path) {
 }
 
 Sample parse_sample(const std::string& line) {
-  const Json j = Json::parse(line);
+  const Json j = parse_json<Json>(line);
   if (!j.is_object() || !j.contains("text") || !j["text"].is_string()) throw InputError("missing string \"text\"");
   if (!j.contains("schema")) throw InputError("missing \"schema\"");
   if (!j.contains("info_list") || !j["info_list"].is_array()) throw InputError("missing array \"info_list\"");
@@ -209,8 +210,8 @@ void add_eval_command(CLI::App& app) {
   auto f = std::make_shared<EvalFlags>();
   cmd->add_option("--data", f->data, R"(JSON lines {"id", "text", "info_list", "schema"})")->required();
   add_model_option(*cmd, f->model);
-  cmd->add_option("--limit", f->limit, "evaluate the first N samples only (0 = all)")->capture_default_str();
-  cmd->add_option("--batch-size", f->batch_size, "samples per engine batch")->capture_default_str();
+  cmd->add_option("--limit", f->limit, "evaluate the first N samples only (0 = all)")->capture_default_str()->check(int_range(0, INT64_MAX));
+  cmd->add_option("--batch-size", f->batch_size, "samples per engine batch")->capture_default_str()->check(int_range(1, 4096));
   cmd->add_option("--match", f->match, "extraction paths match on offsets (strict) or on text only (types + spans)")
       ->check(CLI::IsMember({"offsets", "text"}))
       ->capture_default_str();

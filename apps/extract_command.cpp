@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/json_input.h"
 #include "command_util.h"
 #include "engine/options_json.h"
 #include "pretty_print.h"
@@ -41,7 +42,7 @@ Options base_options(const ExtractFlags& f) {
   if (f.options_json.empty()) return {};
   Json j;
   try {
-    j = Json::parse(f.options_json);
+    j = parse_json<Json>(f.options_json);
   } catch (const Json::exception& e) {
     throw InputError(std::string("--options is not valid JSON: ") + e.what());
   }
@@ -117,11 +118,11 @@ Pending parse_pending(const std::string& text, int64_t line_number, const Option
   p.line_number = line_number;
   try {
     if (text.find_first_not_of(" \t\r") == std::string::npos) throw InputError("empty line");
-    Json j = Json::parse(text);
+    Json j = parse_json<Json>(text);
     if (j.is_object() && j.contains("id")) p.id = j["id"];
     // Command-line --schema / --task serve lines that name neither.
     if (j.is_object() && !j.contains("schema") && !j.contains("task")) {
-      if (!f.schema.empty()) j["schema"] = Json::parse(f.schema);
+      if (!f.schema.empty()) j["schema"] = parse_json<Json>(f.schema);
       if (!f.task.task.empty()) {
         j["task"] = f.task.task;
         if (!f.task.labels.empty()) j["labels"] = f.task.labels;
@@ -163,7 +164,13 @@ void run_lines(const ExtractFlags& f) {
       std::filesystem::equivalent(f.input, f.output)) {
     throw InputError("--input and --output are the same file");
   }
-  if (!f.schema.empty() && !Json::accept(f.schema)) throw InputError("--schema is not valid JSON");
+  if (!f.schema.empty()) {
+    try {
+      parse_json<Json>(f.schema);
+    } catch (const Json::exception& e) {
+      throw InputError(std::string("--schema is not valid JSON: ") + e.what());
+    }
+  }
   const Options base = base_options(f);
 
   std::ifstream file;
@@ -240,7 +247,7 @@ void add_extract_command(CLI::App& app) {
   cmd->add_option("--input", f->input, "JSON lines {\"id\"?, \"text\", \"schema\" | \"task\"..., \"options\"?} (default: stdin)");
   cmd->add_option("--output", f->output, "where result lines go (default: stdout)");
   cmd->add_flag("--resume", f->resume, "continue an interrupted run: keep --output's complete lines, skip that many input lines, append");
-  cmd->add_option("--batch-size", f->batch_size, "lines per engine batch")->capture_default_str();
+  cmd->add_option("--batch-size", f->batch_size, "lines per engine batch")->capture_default_str()->check(int_range(1, 4096));
   cmd->add_flag("--no-progress", f->no_progress, "no progress bar (it is only shown when stderr is a terminal)");
   add_limit_options(*cmd, f->limits);
   cmd->callback([f] {

@@ -61,6 +61,7 @@ void run_info(const InfoFlags& f) {
   const auto specs = models::rex_tensor_specs(config, tokenizer.vocab_size());
   std::vector<std::string> warnings;
   for (const std::string& name : io::validate_tensors(weights, specs)) warnings.push_back("tensor '" + name + "' is not used");
+  for (std::string& w : io::check_tensor_values(weights, specs)) warnings.push_back(std::move(w));
   int64_t parameters = 0, bytes = 0;
   std::set<std::string> dtypes;
   for (const auto& spec : specs) {

@@ -88,20 +88,20 @@ void add_serve_command(CLI::App& app) {
   server::ServerConfig& c = args->config;
   cmd->add_option("--model", args->model, "model directory (default: the bundled model)");
   cmd->add_option("--host", c.host, "address to bind")->capture_default_str();
-  cmd->add_option("--port", c.port, "TCP port (0 = any free port, printed on stdout)")->capture_default_str();
+  cmd->add_option("--port", c.port, "TCP port (0 = any free port, printed on stdout)")->capture_default_str()->check(int_range(0, 65535));
   cmd->add_option("--api-key", c.api_key, "require \"Authorization: Bearer KEY\" on every route but /health")
       ->envname("REXNLU_API_KEY");  // the environment keeps the key out of `ps`
-  cmd->add_option("--max-body-bytes", c.max_body_bytes, "larger request bodies get 413")->capture_default_str();
-  cmd->add_option("--max-texts", c.max_texts, "texts per request at most")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--max-queue", c.batcher.max_queue, "texts waiting at most; past it 429")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--token-budget", c.batcher.token_budget, "tokens per batch at most (estimated cost: text tokens x prompts)")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--deadline-ms", args->deadline_ms, "per-request deadline; past it 504")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--batch-wait-us", args->batch_wait_us, "how long an idle batcher waits for more requests")->capture_default_str()->check(CLI::NonNegativeNumber);
-  cmd->add_option("--threads", c.threads, "HTTP handler threads")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--max-body-bytes", c.max_body_bytes, "larger request bodies get 413")->capture_default_str()->check(int_range(1, 1 << 30));
+  cmd->add_option("--max-texts", c.max_texts, "texts per request at most")->capture_default_str()->check(int_range(1, 100000));
+  cmd->add_option("--max-queue", c.batcher.max_queue, "texts waiting at most; past it 429")->capture_default_str()->check(int_range(1, 10000000));
+  cmd->add_option("--token-budget", c.batcher.token_budget, "tokens per batch at most (estimated cost: text tokens x prompts)")->capture_default_str()->check(int_range(1, 1 << 24));
+  cmd->add_option("--deadline-ms", args->deadline_ms, "per-request deadline; past it 504")->capture_default_str()->check(int_range(1, 86400000));
+  cmd->add_option("--batch-wait-us", args->batch_wait_us, "how long an idle batcher waits for more requests")->capture_default_str()->check(int_range(0, 10000000));
+  cmd->add_option("--threads", c.threads, "HTTP handler threads")->capture_default_str()->check(int_range(1, 1024));
   cmd->add_option("--drain-timeout-ms", args->drain_timeout_ms,
                   "on SIGTERM, work still running this long after is cancelled (503)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(int_range(0, 86400000));
   add_limit_options(*cmd, c.limits);
   cmd->callback([args]() {
     try {

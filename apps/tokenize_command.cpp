@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/json_input.h"
 #include "rexnlu/default_model.h"
 #include "rexnlu/error.h"
 #include "text/tokenizer.h"
@@ -51,8 +52,8 @@ void tokenize_line(const text::Tokenizer& tokenizer, const std::string& line, si
                    std::string& out) {
   json request;
   try {
-    request = json::parse(line);
-  } catch (const json::parse_error& e) {
+    request = parse_json<json>(line);
+  } catch (const json::exception& e) {
     append_error(line_number, std::string("invalid JSON: ") + e.what(), out);
     return;
   }

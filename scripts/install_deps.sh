@@ -13,6 +13,7 @@ packages=(
   libcli11-dev                           # command-line parsing
   libcpp-httplib-dev                     # HTTP service
   libgtest-dev libbenchmark-dev          # tests and micro-benchmarks
+  clang libclang-rt-14-dev               # libFuzzer + sanitizers for the fuzz targets (docs/fuzzing.md)
   python3-numpy                          # regenerates the full-size random-weight test checkpoint
   python3-venv                           # scripts/python_env.sh: pinned PyPI tools (browser test, references)
   chromium                               # browser test of the web page (tests/browser), headless

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs dependencies, builds rexnlu twice (optimized, and with ASan+UBSan) and runs every test
-# in both builds. This is the README's test command and what CI runs.
+# in both builds, then runs every fuzz target for FUZZ_SECONDS (default 20) each (docs/fuzzing.md).
+# This is the README's test command and what CI runs.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/install_deps.sh"
@@ -16,3 +17,6 @@ echo "== sanitizer build (AddressSanitizer + UndefinedBehaviorSanitizer)"
   -DREXNLU_BUILD_BENCH=OFF -DCMAKE_CUDA_ARCHITECTURES=90
 (cd "$root/build-asan" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --output-on-failure -j"$(nproc)")
+
+echo "== fuzzing (libFuzzer + ASan + UBSan, clang; docs/fuzzing.md)"
+"$root/scripts/fuzz.sh"

@@ -29,6 +29,7 @@ Engine Engine::load(const std::filesystem::path& model_dir) {
   for (const std::string& name : io::validate_tensors(weights, specs)) {
     impl->load_warnings.push_back(weights.source().string() + ": tensor '" + name + "' is not used");
   }
+  for (std::string& w : io::check_tensor_values(weights, specs)) impl->load_warnings.push_back(std::move(w));
   impl->model = std::make_unique<models::RexUniNluModel>(config, weights);
   return Engine(std::move(impl));
 }

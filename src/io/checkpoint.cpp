@@ -1,5 +1,8 @@
 #include "io/checkpoint.h"
 
+#include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <set>
 #include <system_error>
 
@@ -22,18 +25,42 @@ void append_list(std::string& msg, const std::string& title, const std::vector<s
     msg += "\n    ... and " + std::to_string(items.size() - kMaxListed) + " more";
 }
 
-bool is_file(const std::filesystem::path& p) {
+// Present in any form: a directory or FIFO by that name is then refused by name (MappedFile)
+// rather than skipped.
+bool present(const std::filesystem::path& p) {
   std::error_code ec;
-  return std::filesystem::is_regular_file(p, ec);
+  return std::filesystem::exists(p, ec);
+}
+
+// The first element of p[0, n) that is NaN or infinite, or n. Blocks keep the loop vectorizable.
+int64_t first_non_finite(const float* p, int64_t n, bool& all_zero) {
+  constexpr int64_t kBlock = 4096;
+  uint32_t nonzero = 0;
+  for (int64_t begin = 0; begin < n; begin += kBlock) {
+    const int64_t end = std::min(n, begin + kBlock);
+    uint32_t special = 0;
+    for (int64_t i = begin; i < end; ++i) {
+      uint32_t bits;
+      std::memcpy(&bits, p + i, sizeof bits);
+      special |= static_cast<uint32_t>((bits & 0x7f800000u) == 0x7f800000u);  // exponent all ones
+      nonzero |= bits & 0x7fffffffu;                                             // -0.0 counts as zero
+    }
+    if (special) {
+      for (int64_t i = begin; i < end; ++i)
+        if (!std::isfinite(p[i])) return i;
+    }
+  }
+  all_zero = nonzero == 0;
+  return n;
 }
 
 }  // namespace
 
 TensorStore load_checkpoint(const std::filesystem::path& model_dir) {
   const auto safetensors = model_dir / "model.safetensors";
-  if (is_file(safetensors)) return load_safetensors(safetensors);
+  if (present(safetensors)) return load_safetensors(safetensors);
   const auto bin = model_dir / "pytorch_model.bin";
-  if (is_file(bin)) return load_pytorch_bin(bin);
+  if (present(bin)) return load_pytorch_bin(bin);
   throw ModelError(model_dir.string() + ": no weights found (looked for model.safetensors and pytorch_model.bin)");
 }
 
@@ -68,6 +95,31 @@ std::vector<std::string> validate_tensors(const TensorStore& store, const std::v
   for (const auto& name : store.names())
     if (!expected.count(name)) extras.push_back(name);
   return extras;
+}
+
+std::vector<std::string> check_tensor_values(const TensorStore& store, const std::vector<TensorSpec>& specs) {
+  std::vector<std::string> zero;
+  for (const auto& spec : specs) {
+    const TensorView* v = store.find(spec.name);
+    if (!v || v->dtype != DType::kF32) continue;
+    bool all_zero = false;
+    const int64_t n = v->numel();
+    const int64_t bad = first_non_finite(v->f32(), n, all_zero);
+    if (bad < n) {
+      const float x = v->f32()[bad];
+      throw ModelError(store.source().string() + ": tensor '" + spec.name + "' holds " +
+                       (std::isnan(x) ? "NaN" : x > 0 ? "+Inf" : "-Inf") + " at element " + std::to_string(bad) +
+                       " of " + std::to_string(n) + " (a model with non-finite weights gives no answers)");
+    }
+    const bool bias = spec.name.size() >= 5 && spec.name.compare(spec.name.size() - 5, 5, ".bias") == 0;
+    if (all_zero && n > 0 && !bias) zero.push_back(spec.name);
+  }
+  if (zero.empty()) return {};
+  std::string msg = store.source().string() + ": " + std::to_string(zero.size()) +
+                    " weight tensor(s) hold only zeros, so answers will be empty or meaningless (an untrained or damaged checkpoint?):";
+  for (size_t i = 0; i < zero.size() && i < kMaxListed; ++i) msg += (i ? ", " : " ") + zero[i];
+  if (zero.size() > kMaxListed) msg += ", ... and " + std::to_string(zero.size() - kMaxListed) + " more";
+  return {msg};
 }
 
 }  // namespace rexnlu::io

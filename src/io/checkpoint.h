@@ -30,4 +30,10 @@ struct TensorSpec {
 // Returns the names of tensors in the store that no spec asks for (the caller may warn).
 std::vector<std::string> validate_tensors(const TensorStore& store, const std::vector<TensorSpec>& specs);
 
+// Reads every F32 value of the spec'd tensors once. A NaN or infinity is an error (kInvalidModel)
+// naming the tensor, the element and the value: such a model answers nothing. Weight tensors
+// (all but biases) that hold only zeros are returned as ONE warning message (empty if none),
+// since an untrained or zeroed checkpoint loads but finds nothing.
+std::vector<std::string> check_tensor_values(const TensorStore& store, const std::vector<TensorSpec>& specs);
+
 }  // namespace rexnlu::io

@@ -10,7 +10,8 @@ namespace rexnlu::io {
 
 class MappedFile {
  public:
-  // Throws rexnlu::Error (kIo) naming the file when it cannot be opened or mapped.
+  // Throws rexnlu::Error naming the file when it cannot be opened or mapped (kIo) or is not a
+  // regular file (kInvalidModel; see RegularFile).
   explicit MappedFile(const std::filesystem::path& path);
   ~MappedFile();
   MappedFile(const MappedFile&) = delete;

@@ -3,11 +3,12 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "common/json_input.h"
+#include "io/regular_file.h"
 #include "rexnlu/error.h"
 
 namespace rexnlu::io {
@@ -23,6 +24,17 @@ namespace rexnlu::io {
 namespace {
 
 using nlohmann::json;
+
+// Sane ranges: far above any DeBERTa-v2 checkpoint (base: 12,800 / 768 / 12 / 3,072 / 512 / 256),
+// low enough that a corrupt value is refused before anything is sized by it (docs/options.md).
+constexpr int kMaxVocabSize = 1'000'000;
+constexpr int kMaxHiddenSize = 16'384;
+constexpr int kMaxLayers = 256;
+constexpr int kMaxIntermediateSize = 65'536;
+constexpr int kMaxPositions = 65'536;  // max_position_embeddings, position_buckets
+constexpr int kMaxConvKernel = 255;
+constexpr int kAnyInt = std::numeric_limits<int>::min();
+constexpr int kIntMax = std::numeric_limits<int>::max();
 
 class ConfigReader {
  public:
@@ -41,9 +53,11 @@ class ConfigReader {
     return it == j_.end() || it->is_null() ? nullptr : &*it;
   }
 
-  int integer(const std::string& key, std::optional<int> fallback, bool positive) const {
+  // An integer in [lo, hi]; messages quote the value as written in the file.
+  int integer(const std::string& key, std::optional<int> fallback, int lo, int hi) const {
     const json* v = find(key);
-    const std::string kind = positive ? "a positive integer" : "an integer";
+    std::string kind = lo == 1 ? "a positive integer" : lo == kAnyInt ? "an integer" : "an integer from " + std::to_string(lo);
+    if (hi != kIntMax) kind += (lo == 1 || lo == kAnyInt ? " of at most " : " to ") + std::to_string(hi);
     if (!v) {
       if (!fallback) fail(key, "is missing (it must be " + kind + ")");
       return *fallback;
@@ -52,8 +66,7 @@ class ConfigReader {
     const int64_t x = v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)
                           ? INT64_MAX
                           : v->get<int64_t>();
-    if (x > std::numeric_limits<int>::max() || x < std::numeric_limits<int>::min() || (positive && x <= 0))
-      fail(key, "must be " + kind + ", found " + v->dump());
+    if (x < lo || x > hi) fail(key, "must be " + kind + ", found " + v->dump());
     return static_cast<int>(x);
   }
 
@@ -125,7 +138,7 @@ std::string joined(const std::vector<std::string>& parts) {
 ModelConfig parse_model_config(const std::string& json_text, const std::string& source_name) {
   json j;
   try {
-    j = json::parse(json_text);
+    j = parse_json(json_text);
   } catch (const json::exception& e) {
     throw ModelError(source_name + ": not valid JSON: " + e.what());
   }
@@ -137,26 +150,26 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
   if (c.model_type != "deberta-v2")
     throw ModelError(source_name + ": model_type \"" + c.model_type +
                      "\" is not supported: rexnlu supports only the RexUniNLU variant of DeBERTa-v2 (model_type \"deberta-v2\")");
-  c.vocab_size = r.integer("vocab_size", std::nullopt, true);
-  c.hidden_size = r.integer("hidden_size", std::nullopt, true);
-  c.num_hidden_layers = r.integer("num_hidden_layers", std::nullopt, true);
-  c.num_attention_heads = r.integer("num_attention_heads", std::nullopt, true);
-  c.intermediate_size = r.integer("intermediate_size", std::nullopt, true);
+  c.vocab_size = r.integer("vocab_size", std::nullopt, 1, kMaxVocabSize);
+  c.hidden_size = r.integer("hidden_size", std::nullopt, 1, kMaxHiddenSize);
+  c.num_hidden_layers = r.integer("num_hidden_layers", std::nullopt, 1, kMaxLayers);
+  c.num_attention_heads = r.integer("num_attention_heads", std::nullopt, 1, kMaxHiddenSize);
+  c.intermediate_size = r.integer("intermediate_size", std::nullopt, 1, kMaxIntermediateSize);
   if (c.hidden_size % c.num_attention_heads != 0)
     throw ModelError(source_name + ": hidden_size " + std::to_string(c.hidden_size) +
                      " is not a multiple of num_attention_heads " + std::to_string(c.num_attention_heads));
 
   // Defaults below are DebertaV2Config's / the HF modeling code's.
-  c.max_position_embeddings = r.integer("max_position_embeddings", 512, true);
-  c.position_buckets = r.integer("position_buckets", -1, false);
-  c.max_relative_positions = r.integer("max_relative_positions", -1, false);
+  c.max_position_embeddings = r.integer("max_position_embeddings", 512, 1, kMaxPositions);
+  c.position_buckets = r.integer("position_buckets", -1, kAnyInt, kMaxPositions);
+  c.max_relative_positions = r.integer("max_relative_positions", -1, kAnyInt, kIntMax);
   c.relative_attention = r.boolean("relative_attention", false);
   c.share_att_key = r.boolean("share_att_key", false);
   c.position_biased_input = r.boolean("position_biased_input", true);
-  c.type_vocab_size = r.integer("type_vocab_size", 0, false);
+  c.type_vocab_size = r.integer("type_vocab_size", 0, kAnyInt, kIntMax);
   c.pos_att_type = r.string_list("pos_att_type");
   c.norm_rel_ebd = ConfigReader::normalized(r.string("norm_rel_ebd", "none"));
-  c.conv_kernel_size = r.integer("conv_kernel_size", 0, false);
+  c.conv_kernel_size = r.integer("conv_kernel_size", 0, kAnyInt, kMaxConvKernel);
   c.conv_act = ConfigReader::normalized(r.string("conv_act", "tanh"));
   c.hidden_act = ConfigReader::normalized(r.string("hidden_act", "gelu"));
   const double eps = r.number("layer_norm_eps", 1e-7);
@@ -182,23 +195,18 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
   if (c.conv_kernel_size <= 0 || c.conv_kernel_size % 2 == 0)
     r.unsupported("conv_kernel_size", std::to_string(c.conv_kernel_size), "an odd positive kernel size, 3");
   if (c.conv_act != "gelu") r.unsupported("conv_act", "\"" + c.conv_act + "\"", "\"gelu\"");
-  if (r.find("embedding_size") && r.integer("embedding_size", 0, true) != c.hidden_size)
-    r.unsupported("embedding_size", std::to_string(r.integer("embedding_size", 0, true)), "equal to hidden_size");
-  if (r.find("conv_groups") && r.integer("conv_groups", 1, true) != 1)
-    r.unsupported("conv_groups", std::to_string(r.integer("conv_groups", 1, true)), "1");
-  if (r.find("attention_head_size") && r.integer("attention_head_size", 0, true) != c.head_dim())
-    r.unsupported("attention_head_size", std::to_string(r.integer("attention_head_size", 0, true)),
+  if (r.find("embedding_size") && r.integer("embedding_size", 0, 1, kIntMax) != c.hidden_size)
+    r.unsupported("embedding_size", std::to_string(r.integer("embedding_size", 0, 1, kIntMax)), "equal to hidden_size");
+  if (r.find("conv_groups") && r.integer("conv_groups", 1, 1, kIntMax) != 1)
+    r.unsupported("conv_groups", std::to_string(r.integer("conv_groups", 1, 1, kIntMax)), "1");
+  if (r.find("attention_head_size") && r.integer("attention_head_size", 0, 1, kIntMax) != c.head_dim())
+    r.unsupported("attention_head_size", std::to_string(r.integer("attention_head_size", 0, 1, kIntMax)),
                   "hidden_size / num_attention_heads");
   return c;
 }
 
 ModelConfig load_model_config(const std::filesystem::path& config_json) {
-  std::ifstream in(config_json, std::ios::binary);
-  if (!in) throw IoError(config_json.string() + ": cannot open the model config");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw IoError(config_json.string() + ": cannot read the model config");
-  return parse_model_config(ss.str(), config_json.string());
+  return parse_model_config(read_regular_file(config_json, kMaxConfigBytes, "a model config"), config_json.string());
 }
 
 }  // namespace rexnlu::io

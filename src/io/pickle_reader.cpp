@@ -69,6 +69,15 @@ bool allowed_global(const std::string& name) {
          storage_dtype(name).has_value();
 }
 
+// A state dict pickle needs about 20 values per tensor (a few thousand for RexUniNLU); the
+// limit keeps a crafted pickle (30 MB of EMPTY_DICT, MARK or MEMOIZE opcodes) from filling memory.
+constexpr size_t kMaxPickleValues = size_t{1} << 18;
+
+std::string limit_message(const char* what) {
+  return std::string("more than ") + std::to_string(kMaxPickleValues) + " " + what +
+         " (the limit for a state dict pickle; not a torch.save checkpoint?)";
+}
+
 // The interpreter state for one pickle.
 class Machine {
  public:
@@ -102,6 +111,7 @@ class Machine {
     return items;
   }
   PickleValue* value(Kind kind) {
+    if (arena_.size() >= kMaxPickleValues) fail(limit_message("values"));
     arena_.emplace_back().kind = kind;
     return &arena_.back();
   }
@@ -238,6 +248,9 @@ void Machine::build() {
 
 const PickleValue* Machine::run(uint64_t* consumed) {
   while (true) {
+    if (stack_.size() > kMaxPickleValues) fail(limit_message("stack entries"));
+    if (marks_.size() > kMaxPickleValues) fail(limit_message("MARKs"));
+    if (memo_.size() > kMaxPickleValues) fail(limit_message("memo entries"));
     op_pos_ = in_.pos();
     op_ = 0;
     op_ = in_.u8("opcode");

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/json_input.h"
 #include "io/checked_math.h"
 #include "io/mapped_file.h"
 #include "rexnlu/error.h"
@@ -109,7 +110,7 @@ TensorStore load_safetensors(const std::filesystem::path& path) {
   const char* header_begin = reinterpret_cast<const char*>(file->data() + 8);
   nlohmann::json header;
   try {
-    header = nlohmann::json::parse(header_begin, header_begin + header_len);
+    header = parse_json(std::string_view(header_begin, header_len));
   } catch (const nlohmann::json::exception& e) {
     throw ModelError(where + ": safetensors header is not valid JSON: " + e.what());
   }

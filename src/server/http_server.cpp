@@ -6,6 +6,7 @@
 #include <mutex>
 #include <unistd.h>
 
+#include "common/json_input.h"
 #include "server/embedded_files.h"
 #include "server/extract_request.h"
 #include "uie/tasks.h"
@@ -138,7 +139,7 @@ void HttpServer::Impl::handle_extract(const httplib::Request& req, httplib::Resp
 
   Json body;
   try {
-    body = Json::parse(req.body);
+    body = parse_json<Json>(req.body);
   } catch (const Json::exception& e) {
     return send_error(res, 400, std::string("malformed JSON: ") + e.what(), "invalid_json");
   }

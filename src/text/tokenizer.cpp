@@ -1,11 +1,11 @@
 #include "text/tokenizer.h"
 
-#include <fstream>
 #include <optional>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "common/json_input.h"
+#include "io/regular_file.h"
 #include "rexnlu/error.h"
 #include "text/pre_tokenizer.h"
 #include "text/utf8.h"
@@ -19,20 +19,14 @@ using nlohmann::json;
 // The tokens ms_wrapper.py adds at load time, in this order (ids vocab_size .. vocab_size+3).
 constexpr const char* kRexTokens[] = {"[PREFIX]", "[TYPE]", "[CLASSIFY]", "[MULTICLASSIFY]"};
 
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ModelError(path.string() + ": cannot open");
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw ModelError(path.string() + ": read error");
-  return std::move(text).str();
-}
+// vocab.txt lines at most: config.json's vocab_size has the same limit (docs/options.md).
+constexpr int32_t kMaxVocabTokens = 1'000'000;
 
 // Parsed optional JSON file; an absent file is an empty object.
 json read_optional_json(const fs::path& path) {
   if (!fs::exists(path)) return json::object();
   try {
-    json j = json::parse(read_file(path));
+    json j = parse_json(io::read_regular_file(path, io::kMaxTokenizerJsonBytes, "a tokenizer file"));
     if (!j.is_object()) throw ModelError(path.string() + ": expected a JSON object");
     return j;
   } catch (const json::exception& e) {
@@ -91,9 +85,10 @@ Tokenizer Tokenizer::from_model_dir(const fs::path& dir) {
 
   // vocab.txt: one token per '\n'-terminated line, id = line number. Only '\n' ends a line
   // (tokens may contain other line separators); a '\r' before it is a Windows line end.
+  io::require_model_dir(dir);
   const fs::path vocab_path = dir / "vocab.txt";
   if (!fs::exists(vocab_path)) throw ModelError(vocab_path.string() + ": missing (required by the tokenizer)");
-  const std::string vocab = read_file(vocab_path);
+  const std::string vocab = io::read_regular_file(vocab_path, io::kMaxVocabBytes, "a vocab.txt");
   size_t pos = 0;
   while (pos < vocab.size()) {
     size_t end = vocab.find('\n', pos);
@@ -101,6 +96,8 @@ Tokenizer Tokenizer::from_model_dir(const fs::path& dir) {
     std::string_view line(vocab.data() + pos, end - pos);
     if (line.ends_with('\r')) line.remove_suffix(1);
     const auto id = static_cast<int32_t>(t.id_to_token_.size());
+    if (id == kMaxVocabTokens)
+      throw ModelError(vocab_path.string() + ": more than " + std::to_string(kMaxVocabTokens) + " lines (the limit)");
     const std::string where = vocab_path.string() + " line " + std::to_string(id + 1);
     try {
       std::vector<char32_t> ignored;

@@ -1,5 +1,6 @@
 #include "uie/schema.h"
 
+#include "common/json_input.h"
 #include "rexnlu/error.h"
 
 namespace rexnlu::uie {
@@ -7,7 +8,7 @@ namespace rexnlu::uie {
 Schema Schema::parse(std::string_view json_text, const SchemaLimits& limits) {
   nlohmann::ordered_json value;
   try {
-    value = nlohmann::ordered_json::parse(json_text);
+    value = parse_json<nlohmann::ordered_json>(json_text);
   } catch (const nlohmann::json::exception& e) {
     throw InputError(std::string("schema is not valid JSON: ") + e.what());
   }

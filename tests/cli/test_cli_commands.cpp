@@ -125,7 +125,7 @@ TEST(CliErrors, GoToStderrWithNonZeroExit) {
   expect_error({"eval", "--model", kTiny}, "--data");
   expect_error({"eval", "--data", "/no/such/data.jsonl", "--model", kTiny}, "/no/such/data.jsonl");
   expect_error({"info", "--model", "/no/such/model"}, "rexnlu info: /no/such/model");
-  expect_error({"bench", "--model", kTiny, "--n", "0"}, "rexnlu bench: --n");
+  expect_error({"bench", "--model", kTiny, "--n", "0"}, "--n: 0 is out of range: give a whole number from 1 to");
   expect_error({"bench", "--model", kTiny, "--texts", "/no/such/texts.txt"}, "/no/such/texts.txt");
 }
 
@@ -471,6 +471,62 @@ TEST(CliBench, RunsAndReportsThroughputAndLatency) {
   for (const char* field : {"requests/s", "text tokens/s", "p50", "p95"}) {
     EXPECT_NE(t.out.find(field), std::string::npos) << field << "\n" << t.out;
   }
+}
+
+// ------------------------------------------------------------------ hardening
+// Every numeric flag has a range; the error names the flag and the value as given. Before, --port
+// 83536 listened on 18000 and --max-body-bytes -1 meant no limit (the server ran: `timeout` ends it).
+TEST(CliArguments, NumericFlagsOutsideTheirRangeAreRefused) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"serve", "--port", "83536"}, "--port: 83536 is out of range: give a whole number from 0 to 65535"},
+      {{"serve", "--port", "-1"}, "--port: -1 is out of range"},
+      {{"serve", "--max-body-bytes", "-1"}, "--max-body-bytes: -1 is out of range: give a whole number from 1 to"},
+      {{"serve", "--max-body-bytes", "99999999999999999999"}, "--max-body-bytes: 99999999999999999999 is out of range"},
+      {{"serve", "--threads", "0"}, "--threads: 0 is out of range: give a whole number from 1 to 1024"},
+      {{"serve", "--threads", "4x"}, "--threads: '4x' is not a whole number (give 1 to 1024)"},
+      {{"serve", "--max-texts", "0"}, "--max-texts: 0 is out of range"},
+      {{"serve", "--max-queue", "-5"}, "--max-queue: -5 is out of range"},
+      {{"serve", "--token-budget", "0"}, "--token-budget: 0 is out of range"},
+      {{"serve", "--deadline-ms", "0"}, "--deadline-ms: 0 is out of range"},
+      {{"serve", "--batch-wait-us", "-1"}, "--batch-wait-us: -1 is out of range"},
+      {{"extract", "--batch-size", "0"}, "--batch-size: 0 is out of range: give a whole number from 1 to 4096"},
+      {{"eval", "--data", "x", "--limit", "-1"}, "--limit: -1 is out of range"},
+      {{"eval", "--data", "x", "--batch-size", "100000"}, "--batch-size: 100000 is out of range"},
+      {{"bench", "--batch", "0"}, "--batch: 0 is out of range"},
+      {{"bench", "--warmup", "-1"}, "--warmup: -1 is out of range"},
+  };
+  for (const auto& [args, message] : cases) {
+    const Outcome r = rexnlu(args, "/dev/null", "timeout 20");
+    EXPECT_NE(r.rc, 0) << args[1] << " " << args[2];
+    EXPECT_NE(r.rc, 124) << args[1] << " " << args[2] << ": the command ran instead of refusing the value";
+    EXPECT_NE(r.err.find(message), std::string::npos) << "stderr: " << r.err;
+  }
+}
+
+// A line whose schema or id nests 80,000 arrays exited 139 and lost the rest of the batch (and
+// --resume died on it every time). It is one error line now, and every other line is answered.
+TEST(CliExtractLines, DeeplyNestedLineIsAnErrorLineNotACrash) {
+  const std::string deep = std::string(80000, '[') + std::string(80000, ']');
+  const std::string good = R"({"text": ")" + kText + R"(", "schema": )" + kNerSchema + "}";
+  const fs::path in = work_dir() / "deep_in.jsonl", out = work_dir() / "deep_out.jsonl";
+  write_file(in, good + "\n" + R"({"text": "张三", "schema": {"人物": )" + deep + "}}\n" +
+                     R"({"id": )" + deep + R"(, "text": "张三", "schema": {"人物": null}})" + "\n" + good + "\n");
+  const Outcome r = rexnlu({"extract", "--model", kTiny, "--input", in.string(), "--output", out.string()});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto lines = lines_of(read_file(out));
+  ASSERT_EQ(lines.size(), 4u);
+  for (size_t i : {size_t{1}, size_t{2}}) {
+    const Json o = Json::parse(lines[i]);
+    EXPECT_EQ(o["line"], i + 1);
+    EXPECT_NE(o["error"].get<std::string>().find("nested deeper than the limit of 64"), std::string::npos) << lines[i];
+  }
+  EXPECT_EQ(lines[0], lines[3]);
+  EXPECT_TRUE(Json::parse(lines[3])["output"].is_array()) << lines[3];
+  // The same schema given with --schema is refused up front.
+  const std::string deep_flag = std::string(20000, '[') + std::string(20000, ']');  // an argument has at most 128 KiB
+  const Outcome flag = rexnlu({"extract", "--model", kTiny, "--input", in.string(), "--schema", deep_flag});
+  EXPECT_NE(flag.rc, 0);
+  EXPECT_NE(flag.err.find("--schema is not valid JSON"), std::string::npos) << flag.err;
 }
 
 }  // namespace

@@ -41,6 +41,42 @@ TEST(ModelConfig, ParsesTinyConfig) {
   EXPECT_FLOAT_EQ(c.layer_norm_eps, 1e-7f);
 }
 
+// A value nested 100,000 deep crashed the loader (stack overflow quoting it in the error message).
+TEST(ModelConfig, DeeplyNestedValueIsRefusedNotACrash) {
+  std::string text = tiny_config_json().dump();
+  const std::string deep = std::string(100000, '[') + "1" + std::string(100000, ']');
+  text.insert(1, "\"vocab_size_x\": " + deep + ", ");
+  expect_model_error([&] { parse_model_config(text, "config.json"); },
+                     {"config.json", "nested deeper than the limit of 64"});
+  text = tiny_config_json().dump();
+  text.insert(1, "\"num_hidden_layers\": " + deep + ", ");
+  expect_model_error([&] { parse_model_config(text, "config.json"); }, {"config.json", "nested deeper"});
+}
+
+// Every size is bounded before anything is sized by it, and the message quotes the value given.
+TEST(ModelConfig, ValuesOutsideSaneRangesAreRefused) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"num_hidden_layers", "a positive integer of at most 256"},
+      {"vocab_size", "a positive integer of at most 1000000"},
+      {"hidden_size", "a positive integer of at most 16384"},
+      {"num_attention_heads", "a positive integer of at most 16384"},
+      {"intermediate_size", "a positive integer of at most 65536"},
+      {"max_position_embeddings", "a positive integer of at most 65536"},
+      {"position_buckets", "an integer of at most 65536"},
+      {"conv_kernel_size", "an integer of at most 255"}};
+  for (const auto& [key, range] : cases) {
+    SCOPED_TRACE(key);
+    json j = tiny_config_json();
+    j[key] = 1000000000;
+    expect_model_error([&] { parse(j); }, {key, range, "found 1000000000"});
+  }
+  json j = tiny_config_json();
+  j["num_hidden_layers"] = 18446744073709551615u;  // not clamped in the message
+  expect_model_error([&] { parse(j); }, {"num_hidden_layers", "found 18446744073709551615"});
+  j["num_hidden_layers"] = 0;
+  expect_model_error([&] { parse(j); }, {"num_hidden_layers", "found 0"});
+}
+
 TEST(ModelConfig, PosAttTypeMayBeAList) {
   json j = tiny_config_json();
   j["pos_att_type"] = {"p2c", "c2p"};

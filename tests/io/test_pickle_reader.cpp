@@ -94,6 +94,20 @@ TEST(PickleReader, MalformedStacksAreReported) {
   expect_pickle_error(p.bytes, {"tensor size must be a tuple, found a string"});
 }
 
+// A pickle of nothing but EMPTY_DICT (or MARK, or MEMOIZE) opcodes would make a value per byte:
+// 30 MB of them ran into bad_alloc. The reader stops at 2^18 values, stack entries, marks or memo
+// entries, at once and with a message that says so.
+TEST(PickleReader, ValueCountIsBounded) {
+  for (const uint8_t opcode : {uint8_t{'}'}, uint8_t{'('}, uint8_t{0x94}}) {
+    SCOPED_TRACE(static_cast<int>(opcode));
+    PickleBuilder p;
+    p.proto().op('}');  // MEMOIZE needs something on the stack
+    p.bytes.insert(p.bytes.end(), (size_t{1} << 18) + 10, opcode);
+    p.op('.');
+    expect_pickle_error(p.bytes, {"more than 262144", "not a torch.save checkpoint?"});
+  }
+}
+
 // Robustness: every prefix of a real data.pkl must be an error, not a crash or an overread.
 TEST(PickleReader, EveryTruncationIsAnError) {
   for (const auto& zip : {tiny_model_dir() / "pytorch_model.bin",

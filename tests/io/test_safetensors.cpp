@@ -101,6 +101,11 @@ TEST(Safetensors, BadHeadersAreReported) {
   expect_safetensors_error(make_safetensors(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]})", data),
                            {"not valid JSON"});
   expect_safetensors_error(make_safetensors("[]", data), {"not a JSON object"});
+  // A shape nested 100,000 deep crashed the loader (stack overflow quoting it in the message).
+  expect_safetensors_error(make_safetensors(R"({"a":{"dtype":"F32","shape":)" + std::string(100000, '[') + "2" +
+                                                std::string(100000, ']') + R"(,"data_offsets":[0,8]}})",
+                                            data),
+                           {"model.safetensors", "nested deeper than the limit of 64"});
   std::vector<uint8_t> huge = make_safetensors("{}", data);
   huge[7] = 0x10;  // header length ~1e18
   expect_safetensors_error(huge, {"header length"});

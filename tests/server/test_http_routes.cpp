@@ -515,5 +515,27 @@ TEST(HttpServerSocket, ListenBacklogTakesABurstOfConnections) {
   EXPECT_EQ(connected, kClients);
 }
 
+// A 160 KB body whose schema nests 80,000 arrays killed the server (stack overflow while the schema
+// was re-serialized), also as text/plain. JSON deeper than 64 levels is refused before parsing.
+TEST(HttpRoutes, DeeplyNestedJsonIs400AndTheServerKeepsServing) {
+  TestServer s;
+  auto c = s.client();
+  const std::string deep = std::string(80000, '[') + std::string(80000, ']');
+  for (const std::string& body : {R"({"text": "张三", "schema": {"人物": )" + deep + "}}",
+                                  R"({"text": "张三", "schema": {"人物": null}, "options": )" + deep + "}", deep}) {
+    for (const char* type : {"application/json", "text/plain"}) {
+      auto r = c.Post("/v1/extract", body, type);
+      ASSERT_TRUE(r) << "no answer (server crashed?) for " << type;
+      EXPECT_EQ(r->status, 400) << r->body;
+      EXPECT_EQ(body_json(r).value("error_type", ""), "invalid_json");
+      EXPECT_NE(body_json(r).value("error", "").find("nested deeper than the limit of 64"), std::string::npos) << r->body;
+    }
+  }
+  auto ok = post(c, "/v1/extract", ner_body(kNerCases[0]));
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200);
+  EXPECT_EQ(paths_of(body_json(ok)), e2e_case(kNerCases[0])["expected"]);
+}
+
 }  // namespace
 }  // namespace rexnlu::server::testing
