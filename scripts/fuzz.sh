@@ -17,7 +17,7 @@ start=$(date +%s)
 # -O1 with line tables: quick to compile, stack traces with lines.
 cmake -S "$root" -B "$dir" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_CXX_FLAGS_RELEASE="-O1 -gline-tables-only" -DREXNLU_FUZZ=ON \
-  -DREXNLU_BUILD_TESTS=OFF -DREXNLU_BUILD_BENCH=OFF "${launcher[@]}" >/dev/null
+  -DREXNLU_BUILD_TESTS=OFF -DREXNLU_BUILD_BENCH=OFF -DREXNLU_CUDA=OFF "${launcher[@]}" >/dev/null
 cmake --build "$dir" -j"$(nproc)" --target fuzzers
 echo "fuzz build: $(( $(date +%s) - start )) s"
 
