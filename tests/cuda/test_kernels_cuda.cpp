@@ -194,6 +194,25 @@ TEST(CudaDevice, ProbeExplainsWhyNotAndNeverThrows) {
   EXPECT_FALSE(kg::probe_device(-1).usable);
 }
 
+// Argument checks that happen on the host before any CUDA call (so they run without a GPU too).
+TEST(CudaHost, AttentionRejectsBadArgumentsBeforeTouchingTheGpu) {
+  kg::AttentionArgs a;
+  a.type = DType::kF16, a.batch.num_sequences = 1, a.batch.max_length = 8, a.num_heads = 1, a.head_dim = 64;
+  a.rel_rows = 512, a.ld_qkv = 192, a.ld_rel = 128;
+  alignas(16) static char buf[64];
+  a.q = buf + 2, a.k = buf, a.v = buf, a.q_rel = buf, a.k_rel = buf;  // q misaligned
+  try {
+    kg::disentangled_attention(a, nullptr);
+    ADD_FAILURE() << "misaligned q accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("16-byte aligned"), std::string::npos) << e.what();
+  }
+  a.q = buf, a.head_dim = 48;
+  EXPECT_THROW(kg::disentangled_attention(a, nullptr), Error);
+  a.head_dim = 64, a.type = DType::kI32;
+  EXPECT_THROW(kg::disentangled_attention(a, nullptr), Error);
+}
+
 // ---- GPU comparisons ----------------------------------------------------------------------
 
 class Gpu : public ::testing::Test {
