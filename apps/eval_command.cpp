@@ -21,6 +21,7 @@ namespace rexnlu::apps {
 namespace {
 
 struct EvalFlags {
+  LoadOptions load;
   std::string model, data, predictions;
   int64_t limit = 0;
   int batch_size = 16;
@@ -149,7 +150,7 @@ void run_eval(const EvalFlags& f) {
     if (!predictions) throw IoError("cannot open --predictions " + f.predictions + " for writing");
   }
   const std::string model_dir = resolve_model_dir(f.model).string();
-  Engine engine = load_engine(f.model);
+  Engine engine = load_engine(f.model, f.load);
   const auto start = std::chrono::steady_clock::now();
   std::optional<ProgressBar> progress;
   if (!f.no_progress && is_terminal(stderr)) progress.emplace(stderr, bytes_total, 0);
@@ -209,6 +210,7 @@ void add_eval_command(CLI::App& app) {
   auto f = std::make_shared<EvalFlags>();
   cmd->add_option("--data", f->data, R"(JSON lines {"id", "text", "info_list", "schema"})")->required();
   add_model_option(*cmd, f->model);
+  add_load_options(*cmd, f->load);
   cmd->add_option("--limit", f->limit, "evaluate the first N samples only (0 = all)")->capture_default_str();
   cmd->add_option("--batch-size", f->batch_size, "samples per engine batch")->capture_default_str();
   cmd->add_option("--match", f->match, "extraction paths match on offsets (strict) or on text only (types + spans)")

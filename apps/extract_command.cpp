@@ -11,18 +11,19 @@
 #include <vector>
 
 #include "command_util.h"
-#include "engine/options_json.h"
 #include "pretty_print.h"
 #include "progress_bar.h"
 #include "request_json.h"
 #include "resume_output.h"
 #include "rexnlu/error.h"
-#include "uie/tasks.h"
+#include "rexnlu/json.h"
+#include "rexnlu/tasks.h"
 
 namespace rexnlu::apps {
 namespace {
 
 struct ExtractFlags {
+  LoadOptions load;
   std::string model;
   std::string text;  // positional: single-text mode
   std::string schema;
@@ -52,7 +53,7 @@ void run_single(const ExtractFlags& f) {
   Options options = base_options(f);
   if (!f.json) options.byte_offsets = false;  // the pretty printer slices by code point
   const Request request = request_from_flags(f.text, f.schema, f.task, options);
-  Engine engine = load_engine(f.model);
+  Engine engine = load_engine(f.model, f.load);
   const Result result = engine.extract(request.text, request.schema, request.options);
   for (const auto& w : result.warnings) std::cerr << "warning: " << w << '\n';
   if (f.json) {
@@ -187,7 +188,7 @@ void run_lines(const ExtractFlags& f) {
   }
   if (f.resume && done > 0) std::cerr << "resuming after line " << done << '\n';
 
-  Engine engine = load_engine(f.model);
+  Engine engine = load_engine(f.model, f.load);
   LineWriter out(f.output, f.resume);
   std::optional<ProgressBar> progress;
   if (!f.no_progress && is_terminal(stderr)) progress.emplace(stderr, bytes_total, bytes);
@@ -219,10 +220,11 @@ void add_extract_command(CLI::App& app) {
   auto f = std::make_shared<ExtractFlags>();
   cmd->add_option("text", f->text, "the text (omit to read JSON lines from --input or stdin)");
   add_model_option(*cmd, f->model);
+  add_load_options(*cmd, f->load);
   cmd->add_option("--schema", f->schema, R"(schema JSON, e.g. '{"人物": null, "组织机构": null}')");
   cmd->add_option("--task", f->task.task, "task preset instead of a schema: " + [] {
     std::string names;
-    for (const auto& n : uie::task_names()) names += (names.empty() ? "" : " ") + n;
+    for (const auto& n : task_names()) names += (names.empty() ? "" : " ") + n;
     return names;
   }());
   cmd->add_option("--labels", f->task.labels, "the task's types / labels (repeat or separate with commas)")

@@ -1,5 +1,6 @@
 #include "io/checkpoint.h"
 
+#include <fstream>
 #include <set>
 #include <system_error>
 
@@ -77,6 +78,15 @@ std::vector<std::string> unused_tensors(const TensorStore& store, const std::vec
   for (const auto& name : store.names())
     if (!expected.count(name)) extras.push_back(name);
   return extras;
+}
+
+std::string checkpoint_format(const std::filesystem::path& file) {
+  if (file.filename() == "model.safetensors") return "safetensors";
+  std::ifstream in(file, std::ios::binary);
+  char magic[2] = {0, 0};
+  in.read(magic, 2);
+  // torch.save >= 1.6 writes a zip archive; older versions a bare pickle stream.
+  return magic[0] == 'P' && magic[1] == 'K' ? "PyTorch zip (torch.save)" : "PyTorch legacy pickle (torch.save)";
 }
 
 std::vector<std::string> validate_tensors(const TensorStore& store, const std::vector<TensorSpec>& specs) {

@@ -8,7 +8,7 @@
 
 #include "server/embedded_files.h"
 #include "server/extract_request.h"
-#include "uie/tasks.h"
+#include "rexnlu/tasks.h"
 
 namespace rexnlu::server {
 namespace {
@@ -115,7 +115,7 @@ void HttpServer::Impl::handle_info(httplib::Response& res) {
     if (!load_error.empty()) model["load_error"] = load_error;
     info["model"] = std::move(model);
   }
-  info["tasks"] = uie::task_names();
+  info["tasks"] = task_names();
   info["limits"] = {{"max_body_bytes", config.max_body_bytes},
                     {"max_texts", config.max_texts},
                     {"max_queue", config.batcher.max_queue},
