@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -57,6 +58,10 @@ class Batcher {
   // Finishes the jobs already queued, then stops the worker; later run() calls get kStopped.
   void stop();
 
+  // How long the worker has had work without finishing it: the age of the running batch, or of
+  // the oldest queued job when none runs; 0 when idle. /health reports a wedged engine with it.
+  std::chrono::duration<double> stalled_for();
+
  private:
   struct Job;
   void work();
@@ -72,6 +77,7 @@ class Batcher {
   int64_t queued_texts_ = 0;
   int64_t queued_tokens_ = 0;
   int64_t running_tokens_ = 0;      // of the batch being run
+  std::optional<Clock::time_point> batch_started_;  // set while a batch runs
   double seconds_per_token_ = 0;    // moving average over batches; 0 = nothing measured yet
   double last_seconds_per_token_ = 0;
   bool stopping_ = false;
