@@ -60,7 +60,7 @@ void RequestReader::check_header() {
     return fail(431, "headers_too_large", "more than " + std::to_string(limits_.max_header_fields) + " header fields");
   }
   if (msg.target().empty() || msg.target().front() != '/') {
-    return fail(400, "invalid_http", "the request target must be a path starting with \"/\"");
+    return fail(400, "invalid_http", "malformed HTTP request: the target must be a path starting with \"/\"");
   }
   for (const auto& field : msg) {
     const std::string_view name(field.name_string().data(), field.name_string().size());

@@ -89,6 +89,7 @@ struct HttpTransport::Connection : std::enable_shared_from_this<Connection> {
   std::array<char, 16384> buffer{};
   Phase phase = Phase::kReading;
   bool reading = false;  // an async read is outstanding
+  bool idle_armed = false;  // the idle timer runs (armed once per idle period: stray CRLFs do not renew it)
   unsigned timer_generation = 0;
   Clock::time_point started;  // the current request's first byte
   size_t lingered = 0;
@@ -117,6 +118,7 @@ struct HttpTransport::Connection : std::enable_shared_from_this<Connection> {
     const bool was_started = reader.started();
     pending.erase(0, reader.feed(pending));
     if (!was_started && reader.started()) {
+      idle_armed = false;
       started = Clock::now();
       arm(started + server->config.read_timeout);
     }
@@ -140,7 +142,8 @@ struct HttpTransport::Connection : std::enable_shared_from_this<Connection> {
     }
     if (!reader.started()) {
       if (server->stopping) return close();
-      arm(Clock::now() + server->config.idle_timeout);
+      if (!idle_armed) arm(Clock::now() + server->config.idle_timeout);
+      idle_armed = true;
     }
     read();
   }
@@ -237,6 +240,7 @@ struct HttpTransport::Connection : std::enable_shared_from_this<Connection> {
     phase = Phase::kReading;
     ++timer_generation;
     timer.cancel();
+    idle_armed = false;
     process();  // a pipelined request may be waiting in `pending`
   }
 
