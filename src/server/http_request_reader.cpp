@@ -94,9 +94,10 @@ size_t RequestReader::feed(std::string_view data) {
     const size_t n = parser_->p.put(boost::asio::buffer(data.data() + used, data.size() - used), ec);
     used += n;
     if (ec == http::error::need_more) {
+      // Beast wants more bytes than it was given: never call it again with the same ones (its
+      // chunk-header scan assumes a longer buffer next time).
       if (parser_->p.is_header_done() && !header_checked_) check_header();
-      if (n == 0) break;
-      continue;
+      break;
     }
     if (ec == http::error::header_limit) {
       fail(431, "headers_too_large", "the request header is larger than " + std::to_string(limits_.max_header_bytes) + " bytes");
@@ -107,6 +108,7 @@ size_t RequestReader::feed(std::string_view data) {
     } else {
       if (parser_->p.is_header_done() && !header_checked_) check_header();
       if (state_ == State::kNeedMore && parser_->p.is_done()) state_ = State::kDone;
+      if (n == 0) break;
     }
   }
   return used;
