@@ -107,7 +107,7 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--idle-timeout-ms", args->idle_timeout_ms, "keep-alive connections idle this long are closed")->capture_default_str()->check(CLI::Range(100, 3600000));
   cmd->add_option("--allow-host", c.allowed_hosts, "without --api-key on loopback: another name accepted in the Host header (repeatable)");
   cmd->add_option("--allow-origin", c.allowed_origins, "without --api-key: an origin (e.g. http://localhost:3000) whose pages may call the API, with CORS (repeatable)");
-  cmd->add_flag("--access-log,!--no-access-log", c.access_log, "one line per request on stderr (method, route, status, duration, sizes)")->capture_default_str();
+  cmd->add_flag("--access-log,!--no-access-log", c.access_log, "one line per request on stderr: method, route, status, duration, sizes (default: on)");
   cmd->add_option("--stall-seconds", args->stall_seconds, "/health answers 503 \"wedged\" when the engine makes no progress this long")->capture_default_str()->check(CLI::Range(1, 86400));
   cmd->callback([args]() {
     try {

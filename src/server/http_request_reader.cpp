@@ -1,5 +1,10 @@
 #include "server/http_request_reader.h"
 
+// Boost 1.81's chunk parser asserts `n >= 5` when a final chunk's trailer arrives a few bytes at a
+// time, although the code after the assertion handles that case (returns need_more); upstream
+// removed the wrong assertion (boostorg/beast pull request 2861, Boost 1.86). Release builds have
+// no assertions anyway; this keeps debug and fuzzing builds from stopping on it.
+#define BOOST_DISABLE_ASSERTS
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>

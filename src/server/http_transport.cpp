@@ -30,6 +30,9 @@ using Clock = std::chrono::steady_clock;
 constexpr auto kLinger = std::chrono::seconds(2);
 constexpr size_t kLingerBytes = 4 << 20;
 constexpr int kListenBacklog = 1024;
+// On stop(), a request still arriving gets at most this long to finish (then 408), so that slow
+// clients cannot hold up a shutdown for the whole read timeout.
+constexpr auto kDrainGrace = std::chrono::seconds(2);
 
 std::string serialize(const HttpResponse& r, bool keep_alive, bool head) {
   const auto reason = boost::beast::http::obsolete_reason(static_cast<boost::beast::http::status>(r.status));
@@ -316,8 +319,14 @@ void HttpTransport::Impl::do_stop() {
   retry_accept.cancel();
   // Idle connections close now; the others after their response (keep_alive is then off).
   std::vector<Connection*> idle;
+  const Clock::time_point grace = Clock::now() + kDrainGrace;
   for (Connection* c : connections) {
-    if (c->phase == Connection::Phase::kReading && !c->reader.started()) idle.push_back(c);
+    if (c->phase != Connection::Phase::kReading) continue;
+    if (!c->reader.started()) {
+      idle.push_back(c);
+    } else if (c->started + config.read_timeout > grace) {
+      c->arm(grace);
+    }
   }
   for (Connection* c : idle) c->close();
   if (connections.empty()) work.reset();

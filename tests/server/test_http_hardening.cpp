@@ -126,6 +126,20 @@ TEST(HttpHardening, RequestThatDoesNotArriveInTimeIs408) {
   EXPECT_TRUE(c.closed_by_server(3000ms));
 }
 
+// SIGTERM drains: a request still arriving gets 2 s (then 408), not the whole read timeout.
+TEST(HttpHardening, StopDoesNotWaitForARequestStillArriving) {
+  ServerConfig config;
+  config.read_timeout = 60s;
+  auto s = std::make_unique<TestServer>(config);
+  RawClient c(s->port());
+  ASSERT_TRUE(c.send("POST /v1/extract HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n{"));
+  std::this_thread::sleep_for(100ms);
+  const auto t0 = Clock::now();
+  s.reset();  // stop(), then wait for listen() to return
+  EXPECT_LT(Clock::now() - t0, 6s);
+  EXPECT_EQ(c.read(1000ms).status, 408);
+}
+
 TEST(HttpHardening, IdleKeepAliveConnectionsAreClosed) {
   ServerConfig config;
   config.idle_timeout = 200ms;
