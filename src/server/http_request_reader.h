@@ -53,8 +53,8 @@ class RequestReader {
   // (pipelining). Call again with the remaining bytes plus new ones while state() is kNeedMore.
   size_t feed(std::string_view data);
   State state() const { return state_; }
-  // The connection ended (EOF) before the request was complete: turns kNeedMore into kError when
-  // some of the request had arrived. Returns whether any byte of a request had been read.
+  // Whether a byte of the current request has arrived (CRLFs between requests do not count): the
+  // connection then times the request, and does not close it as idle.
   bool started() const { return started_; }
 
   // True once, right after the header of a request that sent "Expect: 100-continue" and whose
