@@ -19,6 +19,9 @@ struct ServeArgs {
   int64_t deadline_ms = 30000;
   int64_t drain_timeout_ms = 3000;
   int64_t batch_wait_us = 0;
+  int64_t read_timeout_ms = 30000;
+  int64_t idle_timeout_ms = 5000;
+  int64_t stall_seconds = 60;
 };
 
 // SIGTERM / SIGINT: the handler only writes to a pipe (async-signal-safe; any thread may run it,
@@ -44,6 +47,9 @@ int run_serve(ServeArgs& args) {
   args.config.deadline = std::chrono::milliseconds(args.deadline_ms);
   args.config.drain_timeout = std::chrono::milliseconds(args.drain_timeout_ms);
   args.config.batcher.max_wait = std::chrono::microseconds(args.batch_wait_us);
+  args.config.read_timeout = std::chrono::milliseconds(args.read_timeout_ms);
+  args.config.idle_timeout = std::chrono::milliseconds(args.idle_timeout_ms);
+  args.config.stall_limit = std::chrono::seconds(args.stall_seconds);
   server::HttpServer server(args.config);
   const int port = server.bind();
   // Tests and scripts read this line to find an ephemeral port (--port 0).
@@ -97,12 +103,20 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--token-budget", c.batcher.token_budget, "tokens per batch at most (estimated cost: text tokens x prompts)")->capture_default_str()->check(int_range(1, 1 << 24));
   cmd->add_option("--deadline-ms", args->deadline_ms, "per-request deadline; past it 504")->capture_default_str()->check(int_range(1, 86400000));
   cmd->add_option("--batch-wait-us", args->batch_wait_us, "how long an idle batcher waits for more requests")->capture_default_str()->check(int_range(0, 10000000));
-  cmd->add_option("--threads", c.threads, "HTTP handler threads")->capture_default_str()->check(int_range(1, 1024));
+  cmd->add_option("--threads", c.threads, "threads for extract requests")->capture_default_str()->check(int_range(1, 1024));
   cmd->add_option("--drain-timeout-ms", args->drain_timeout_ms,
                   "on SIGTERM, work still running this long after is cancelled (503)")
       ->capture_default_str()
       ->check(int_range(0, 86400000));
   add_limit_options(*cmd, c.limits);
+  cmd->add_option("--max-connections", c.max_connections, "open connections at most; more get 503")->capture_default_str()->check(int_range(1, 100000));
+  cmd->add_option("--max-header-bytes", c.max_header_bytes, "request line + headers at most; past it 431")->capture_default_str()->check(int_range(1024, 1 << 20));
+  cmd->add_option("--read-timeout-ms", args->read_timeout_ms, "a request must arrive whole within this; past it 408")->capture_default_str()->check(int_range(100, 3600000));
+  cmd->add_option("--idle-timeout-ms", args->idle_timeout_ms, "keep-alive connections idle this long are closed")->capture_default_str()->check(int_range(100, 3600000));
+  cmd->add_option("--allow-host", c.allowed_hosts, "without --api-key on loopback: another name accepted in the Host header (repeatable)");
+  cmd->add_option("--allow-origin", c.allowed_origins, "without --api-key: an origin (e.g. http://localhost:3000) whose pages may call the API, with CORS (repeatable)");
+  cmd->add_flag("--access-log,!--no-access-log", c.access_log, "one line per request on stderr: method, route, status, duration, sizes (default: on)");
+  cmd->add_option("--stall-seconds", args->stall_seconds, "/health answers 503 \"wedged\" when the engine makes no progress this long")->capture_default_str()->check(int_range(1, 86400));
   cmd->callback([args]() {
     try {
       run_serve(*args);

@@ -11,7 +11,8 @@ packages=(
   libopenblas-dev                        # alternative BLAS (-DREXNLU_BLAS=openblas) and the BLAS comparison bench
   zlib1g-dev                             # CRC-32 of zip entries in pytorch_model.bin
   libcli11-dev                           # command-line parsing
-  libcpp-httplib-dev                     # HTTP service
+  libboost1.81-dev                       # HTTP service: Boost.Beast parser + Asio sockets (header-only)
+  libcpp-httplib-dev                     # HTTP client of the server tests
   libgtest-dev libbenchmark-dev          # tests and micro-benchmarks
   clang libclang-rt-14-dev               # libFuzzer + sanitizers for the fuzz targets (docs/fuzzing.md)
   python3-numpy                          # regenerates the full-size random-weight test checkpoint

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs dependencies, builds rexnlu twice (optimized, and with ASan+UBSan) and runs every test
-# in both builds, then runs every fuzz target for FUZZ_SECONDS (default 20) each (docs/fuzzing.md).
-# This is the README's test command and what CI runs.
+# in both builds, then the server and batcher tests once more under ThreadSanitizer (only that
+# test program is built there), then runs every fuzz target for FUZZ_SECONDS (default 20) each
+# (docs/fuzzing.md). This is the README's test command and what CI runs.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/install_deps.sh"
@@ -17,6 +18,13 @@ echo "== sanitizer build (AddressSanitizer + UndefinedBehaviorSanitizer)"
   -DREXNLU_BUILD_BENCH=OFF -DCMAKE_CUDA_ARCHITECTURES=90
 (cd "$root/build-asan" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --output-on-failure -j"$(nproc)")
+
+echo "== ThreadSanitizer build (server and batcher tests: test_server only)"
+BUILD_TARGET=test_server "$root/scripts/build.sh" "$root/build-tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DREXNLU_TSAN=ON \
+  -DREXNLU_BUILD_BENCH=OFF -DREXNLU_CUDA=OFF
+# One OpenMP thread: libgomp is not instrumented, so its own synchronisation would be reported.
+(cd "$root/build-tsan" && OMP_NUM_THREADS=1 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+  ./tests/server/test_server)
 
 echo "== fuzzing (libFuzzer + ASan + UBSan, clang; docs/fuzzing.md)"
 "$root/scripts/fuzz.sh"

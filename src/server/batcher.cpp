@@ -37,6 +37,14 @@ void Batcher::stop() {
   if (worker_.joinable()) worker_.join();
 }
 
+std::chrono::duration<double> Batcher::stalled_for() {
+  std::lock_guard lock(mutex_);
+  const Clock::time_point now = Clock::now();
+  if (batch_started_) return now - *batch_started_;
+  if (!queue_.empty()) return now - queue_.front()->enqueued;
+  return std::chrono::duration<double>::zero();
+}
+
 Batcher::Outcome Batcher::run(std::vector<Request> requests, int64_t tokens, Clock::time_point deadline) {
   auto job = std::make_shared<Job>();
   const auto texts = static_cast<int64_t>(requests.size());
@@ -134,6 +142,7 @@ void Batcher::work() {
       metrics_.observe_stage(Stage::kQueue, std::chrono::duration<double>(start - job->enqueued).count());
     }
     running_tokens_ = tokens;
+    batch_started_ = start;
     lock.unlock();
 
     BatchTimings timings;
@@ -161,6 +170,7 @@ void Batcher::work() {
     const bool drained = cancelled();  // cancelled results are then the drain's doing (else a deadline's)
     lock.lock();
     running_tokens_ = 0;
+    batch_started_.reset();
     const double spent = timings.tokenize_seconds + timings.forward_seconds + timings.decode_seconds;
     if (tokens > 0 && spent > 0) {
       const double per_token = spent / static_cast<double>(tokens);

@@ -18,6 +18,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -66,6 +67,10 @@ class Batcher {
   // gets kStopped: bounds how long a drain waits for work in flight. Safe from any thread.
   void cancel_after(Clock::time_point when);
 
+  // How long the worker has had work without finishing it: the age of the running batch, or of
+  // the oldest queued job when none runs; 0 when idle. /health reports a wedged engine with it.
+  std::chrono::duration<double> stalled_for();
+
  private:
   struct Job;
   void work();
@@ -81,6 +86,7 @@ class Batcher {
   int64_t queued_texts_ = 0;
   int64_t queued_tokens_ = 0;
   int64_t running_tokens_ = 0;      // of the batch being run
+  std::optional<Clock::time_point> batch_started_;  // set while a batch runs
   double seconds_per_token_ = 0;    // moving average over batches; 0 = nothing measured yet
   double last_seconds_per_token_ = 0;
   bool stopping_ = false;

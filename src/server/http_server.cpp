@@ -1,7 +1,8 @@
 #include "server/http_server.h"
 
-#include <httplib.h>
-
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
 #include <fstream>
 #include <mutex>
 #include <unistd.h>
@@ -9,6 +10,7 @@
 #include "common/json_input.h"
 #include "server/embedded_files.h"
 #include "server/extract_request.h"
+#include "server/http_transport.h"
 #include "uie/tasks.h"
 
 namespace rexnlu::server {
@@ -16,27 +18,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-void send_error(httplib::Response& res, int status, const std::string& message, const std::string& type) {
-  res.status = status;
-  res.set_content(error_body(message, type), "application/json");
-}
-
-void send_json(httplib::Response& res, const Json& body) { res.set_content(dump_json(body), "application/json"); }
-
-// The error_type of a status code that rexnlu's handlers did not answer themselves.
-const char* default_error_type(int status) {
-  switch (status) {
-    case 400: return "invalid_json";
-    case 401: return "unauthorized";
-    case 404: return "not_found";
-    case 405: return "method_not_allowed";
-    case 413: return "body_too_large";
-    case 422: return "invalid_request";
-    case 429: return "queue_full";
-    case 503: return "not_ready";
-    case 504: return "deadline_exceeded";
-    default: return status >= 500 ? "internal" : "bad_request";
-  }
+HttpResponse json_response(const Json& body, int status = 200) {
+  HttpResponse r;
+  r.status = status;
+  r.body = dump_json(body);
+  return r;
 }
 
 // Compares without an early exit, so the response time does not tell how much of a key matched.
@@ -47,6 +33,12 @@ bool same_secret(std::string_view given, std::string_view key) {
   return diff == 0;
 }
 
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
 int64_t resident_bytes() {
   std::ifstream statm("/proc/self/statm");
   int64_t pages_total = 0, pages_resident = 0;
@@ -54,33 +46,126 @@ int64_t resident_bytes() {
   return pages_resident * static_cast<int64_t>(sysconf(_SC_PAGESIZE));
 }
 
-// Per handler thread: when the request now being served started (set before routing), so the
-// logger that runs after the response can time it.
-thread_local Clock::time_point t_started;
-thread_local bool t_counted = false;
+// The name in a Host header, without the port ("[::1]:8080" -> "::1").
+std::string host_name(std::string_view host) {
+  if (!host.empty() && host.front() == '[') {
+    const size_t end = host.find(']');
+    return lower(host.substr(1, end == std::string_view::npos ? std::string_view::npos : end - 1));
+  }
+  const size_t colon = host.find(':');
+  if (colon != std::string_view::npos && host.find(':', colon + 1) == std::string_view::npos) host = host.substr(0, colon);
+  return lower(host);
+}
+
+bool is_loopback_name(const std::string& name) {
+  return name == "localhost" || name == "::1" || name.rfind("127.", 0) == 0 || name.ends_with(".localhost");
+}
+
+struct RouteSpec {
+  std::string_view path;
+  std::string_view method;  // the one method it takes ("GET" routes also answer HEAD)
+};
+constexpr RouteSpec kRoutes[] = {
+    {"/", "GET"},       {"/app.js", "GET"},       {"/style.css", "GET"},      {"/health", "GET"},   {"/info", "GET"},
+    {"/metrics", "GET"}, {"/openapi.json", "GET"}, {"/v1/extract", "POST"}, {"/extract", "POST"},
+};
+
+const RouteSpec* find_route(std::string_view path) {
+  for (const RouteSpec& r : kRoutes) {
+    if (r.path == path) return &r;
+  }
+  return nullptr;
+}
+
+std::string allow_of(const RouteSpec& r) { return r.method == "GET" ? "GET, HEAD" : std::string(r.method); }
 
 }  // namespace
 
 struct HttpServer::Impl {
-  explicit Impl(ServerConfig c) : config(std::move(c)) {}
+  explicit Impl(ServerConfig c);
 
   ServerConfig config;
-  httplib::Server http;
-  int listen_socket = -1;  // the socket bind() made, to raise its backlog
+  bool check_host = false;    // bound to loopback without an API key
+  bool check_origin = false;  // no API key
   Metrics metrics;
+  std::unique_ptr<HttpTransport> transport;
 
   std::mutex mutex;  // guards the three below
   std::shared_ptr<Engine> engine;
   std::shared_ptr<Batcher> batcher;
   std::string load_error;
 
-  void install_routes();
-  void handle_extract(const httplib::Request& req, httplib::Response& res, bool alias);
-  void handle_health(httplib::Response& res);
-  void handle_info(httplib::Response& res);
-  void send_file(httplib::Response& res, std::string_view name, const char* mime);
+  HttpResponse handle(const HttpRequest& req);
+  HttpResponse route(const HttpRequest& req, const RouteSpec& r);
+  HttpResponse handle_extract(const HttpRequest& req, bool alias);
+  HttpResponse handle_health();
+  HttpResponse handle_info();
+  HttpResponse handle_metrics();
   std::shared_ptr<Batcher> current_batcher(std::string& why_not);
+  bool origin_allowed(const std::string& origin) const;
+  void log_exchange(const Exchange& e);
+  void write_log(const std::string& line);
 };
+
+HttpServer::Impl::Impl(ServerConfig c) : config(std::move(c)) {
+  if (!config.log) {
+    config.log = [](std::string_view line) {
+      std::string text = std::string(line) + "\n";
+      std::fwrite(text.data(), 1, text.size(), stderr);  // one write: lines of threads do not interleave
+    };
+  }
+  check_origin = config.api_key.empty();
+  check_host = check_origin && is_loopback_name(host_name(config.host));
+  for (std::string& h : config.allowed_hosts) h = host_name(h);
+  for (std::string& o : config.allowed_origins) {
+    while (!o.empty() && o.back() == '/') o.pop_back();
+    o = lower(o);
+  }
+
+  TransportConfig t;
+  t.limits.max_body_bytes = config.max_body_bytes;
+  t.limits.max_header_bytes = config.max_header_bytes;
+  t.limits.max_header_fields = config.max_header_fields;
+  t.max_connections = config.max_connections;
+  t.idle_timeout = config.idle_timeout;
+  t.read_timeout = config.read_timeout;
+  t.threads = config.threads;
+  TransportHooks hooks;
+  hooks.handle = [this](const HttpRequest& req) { return handle(req); };
+  hooks.may_block = [](const HttpRequest& req) { return req.path == "/v1/extract" || req.path == "/extract"; };
+  hooks.done = [this](const Exchange& e) { log_exchange(e); };
+  transport = std::make_unique<HttpTransport>(t, std::move(hooks));
+}
+
+void HttpServer::Impl::write_log(const std::string& line) { config.log(line); }
+
+// One line per request: what, how it ended, how long, how big; never a body. A 500 or 504 also
+// leaves its error message, with the access log off too.
+void HttpServer::Impl::log_exchange(const Exchange& e) {
+  const Route route = e.path.empty() ? Route::kOther : route_of(e.path);
+  metrics.count_request(route, e.status, e.seconds);
+  if (config.access_log) {
+    char line[512];
+    std::snprintf(line, sizeof line, "rexnlu serve: access: %s %s %d %.1fms in=%zu out=%zu%s%s",
+                  e.method.empty() ? "-" : e.method.c_str(), route_label(route), e.status, e.seconds * 1000,
+                  e.bytes_in, e.bytes_out, e.error_type.empty() ? "" : " error=", e.error_type.c_str());
+    write_log(line);
+  }
+  if (e.status >= 500 && e.status != 503) {  // 503: loading, stopping, too many connections: states, not faults
+    std::string message = e.error_body;
+    try {
+      message = Json::parse(e.error_body).value("error", e.error_body);
+    } catch (const Json::exception&) {
+    }
+    write_log("rexnlu serve: error: " + std::to_string(e.status) + " on " + (e.method.empty() ? "-" : e.method) + " " +
+              route_label(route) + ": " + message);
+  }
+}
+
+bool HttpServer::Impl::origin_allowed(const std::string& origin) const {
+  const std::string o = lower(origin);
+  return std::find(config.allowed_origins.begin(), config.allowed_origins.end(), o) != config.allowed_origins.end();
+}
 
 std::shared_ptr<Batcher> HttpServer::Impl::current_batcher(std::string& why_not) {
   std::lock_guard lock(mutex);
@@ -88,26 +173,110 @@ std::shared_ptr<Batcher> HttpServer::Impl::current_batcher(std::string& why_not)
   return batcher;
 }
 
-void HttpServer::Impl::send_file(httplib::Response& res, std::string_view name, const char* mime) {
-  const std::string_view content = embedded_file(name);
-  res.set_content(std::string(content), mime);
-}
-
-void HttpServer::Impl::handle_health(httplib::Response& res) {
-  std::lock_guard lock(mutex);
-  if (batcher) {
-    send_json(res, Json{{"status", "ok"}});
-    return;
+HttpResponse HttpServer::Impl::handle(const HttpRequest& req) {
+  // Browsers: DNS rebinding (a foreign name resolving to 127.0.0.1) and cross-site requests.
+  const std::string host = req.header("Host");
+  if (check_host && !host.empty()) {
+    const std::string name = host_name(host);
+    if (!is_loopback_name(name) && name != host_name(config.host) &&
+        std::find(config.allowed_hosts.begin(), config.allowed_hosts.end(), name) == config.allowed_hosts.end()) {
+      return error_response(403, "Host \"" + host + "\" is not this service's name (allow it with --allow-host)",
+                            "forbidden_host");
+    }
   }
-  res.status = 503;
-  if (load_error.empty()) {
-    send_json(res, Json{{"status", "loading"}, {"error", "the model is still loading"}, {"error_type", "not_ready"}});
+  const std::string origin = req.header("Origin");
+  const bool same_origin = !origin.empty() && !host.empty() &&
+                           (lower(origin) == "http://" + lower(host) || lower(origin) == "https://" + lower(host));
+  const bool cors = !origin.empty() && !same_origin && origin_allowed(origin);
+  if (check_origin && !origin.empty() && !same_origin && !cors) {
+    return error_response(403, "Origin \"" + origin + "\" may not call this service (allow it with --allow-origin)",
+                          "forbidden_origin");
+  }
+
+  HttpResponse res;
+  const RouteSpec* r = find_route(req.path);
+  if (cors && r && req.method == "OPTIONS") {  // CORS preflight of an allowed origin
+    res.status = 204;
+    res.headers = {{"Access-Control-Allow-Methods", std::string(r->method)},
+                   {"Access-Control-Allow-Headers", "Content-Type, Authorization"},
+                   {"Access-Control-Max-Age", "600"}};
+  } else if (!config.api_key.empty() && req.path != "/health" &&
+             !(req.header("Authorization").rfind("Bearer ", 0) == 0 &&
+               same_secret(std::string_view(req.header("Authorization")).substr(7), config.api_key))) {
+    res = error_response(401, "missing or wrong API key: send \"Authorization: Bearer <key>\"", "unauthorized");
+    res.headers.emplace_back("WWW-Authenticate", "Bearer");
+  } else if (!r) {
+    res = error_response(404, "no route " + req.method + " " + req.path, "not_found");
+  } else if (req.method != r->method && !(r->method == "GET" && req.method == "HEAD")) {
+    res = error_response(405, req.method + " is not allowed on " + req.path + "; use " + allow_of(*r), "method_not_allowed");
+    res.headers.emplace_back("Allow", allow_of(*r));
   } else {
-    send_json(res, Json{{"status", "failed"}, {"error", "the model failed to load: " + load_error}, {"error_type", "not_ready"}});
+    metrics.in_flight.fetch_add(1);
+    struct Leave {
+      std::atomic<int64_t>& gauge;
+      ~Leave() { gauge.fetch_sub(1); }
+    } leave{metrics.in_flight};
+    res = route(req, *r);
   }
+  if (cors) {
+    res.headers.emplace_back("Access-Control-Allow-Origin", origin);
+    res.headers.emplace_back("Vary", "Origin");
+  }
+  return res;
 }
 
-void HttpServer::Impl::handle_info(httplib::Response& res) {
+HttpResponse HttpServer::Impl::route(const HttpRequest& req, const RouteSpec& r) {
+  auto file = [](std::string_view name, const char* mime) {
+    HttpResponse res;
+    res.body = std::string(embedded_file(name));
+    res.content_type = mime;
+    return res;
+  };
+  if (r.path == "/v1/extract") return handle_extract(req, false);
+  if (r.path == "/extract") return handle_extract(req, true);
+  if (r.path == "/health") return handle_health();
+  if (r.path == "/info") return handle_info();
+  if (r.path == "/metrics") return handle_metrics();
+  if (r.path == "/") return file("index.html", "text/html; charset=utf-8");
+  if (r.path == "/app.js") return file("app.js", "text/javascript; charset=utf-8");
+  if (r.path == "/style.css") return file("style.css", "text/css; charset=utf-8");
+  return file("openapi.json", "application/json");
+}
+
+HttpResponse HttpServer::Impl::handle_metrics() {
+  HttpResponse res;
+  res.body = metrics.render();
+  res.body += "# HELP process_resident_memory_bytes Resident memory of the service.\n";
+  res.body += "# TYPE process_resident_memory_bytes gauge\n";
+  res.body += "process_resident_memory_bytes " + std::to_string(resident_bytes()) + "\n";
+  res.content_type = "text/plain; version=0.0.4; charset=utf-8";
+  return res;
+}
+
+HttpResponse HttpServer::Impl::handle_health() {
+  std::shared_ptr<Batcher> b;
+  std::string error;
+  {
+    std::lock_guard lock(mutex);
+    b = batcher;
+    error = load_error;
+  }
+  if (b) {
+    const double stalled = b->stalled_for().count();
+    const double limit = std::chrono::duration<double>(config.stall_limit).count();
+    if (stalled <= limit) return json_response(Json{{"status", "ok"}});
+    char message[160];
+    std::snprintf(message, sizeof message, "the engine has made no progress for %.0f s (limit %.0f s) while it has work",
+                  stalled, limit);
+    return json_response(Json{{"status", "wedged"}, {"error", message}, {"error_type", "wedged"}}, 503);
+  }
+  if (error.empty()) {
+    return json_response(Json{{"status", "loading"}, {"error", "the model is still loading"}, {"error_type", "not_ready"}}, 503);
+  }
+  return json_response(Json{{"status", "failed"}, {"error", "the model failed to load: " + error}, {"error_type", "not_ready"}}, 503);
+}
+
+HttpResponse HttpServer::Impl::handle_info() {
   Json info = {{"name", "rexnlu"}, {"version", REXNLU_VERSION}};
   {
     std::lock_guard lock(mutex);
@@ -129,19 +298,19 @@ void HttpServer::Impl::handle_info(httplib::Response& res) {
                     {"max_output_bytes", config.limits.max_output_bytes},
                     {"max_sequences", config.limits.max_sequences}};
   info["auth_required"] = !config.api_key.empty();
-  send_json(res, info);
+  return json_response(info);
 }
 
-void HttpServer::Impl::handle_extract(const httplib::Request& req, httplib::Response& res, bool alias) {
+HttpResponse HttpServer::Impl::handle_extract(const HttpRequest& req, bool alias) {
   std::string why_not;
   const std::shared_ptr<Batcher> b = current_batcher(why_not);
-  if (!b) return send_error(res, 503, why_not, "not_ready");
+  if (!b) return error_response(503, why_not, "not_ready");
 
   Json body;
   try {
     body = parse_json<Json>(req.body);
   } catch (const Json::exception& e) {
-    return send_error(res, 400, std::string("malformed JSON: ") + e.what(), "invalid_json");
+    return error_response(400, std::string("malformed JSON: ") + e.what(), "invalid_json");
   }
   ExtractCall call;
   int64_t tokens = 0;
@@ -161,27 +330,31 @@ void HttpServer::Impl::handle_extract(const httplib::Request& req, httplib::Resp
       }
     }
   } catch (const Error& e) {
-    return send_error(res, 422, e.what(), e.kind() == ErrorKind::kLimitExceeded ? "limit_exceeded" : "invalid_request");
+    return error_response(422, e.what(), e.kind() == ErrorKind::kLimitExceeded ? "limit_exceeded" : "invalid_request");
   } catch (const Json::exception& e) {  // e.g. a value of the wrong type deep inside
-    return send_error(res, 422, e.what(), "invalid_request");
+    return error_response(422, e.what(), "invalid_request");
   }
 
   // A copy goes to the batcher: the response may need the texts (echo_text).
   Batcher::Outcome outcome = b->run(call.requests, tokens, Clock::now() + config.deadline);
+  HttpResponse res;
   switch (outcome.status) {
     case Batcher::Status::kQueueFull:
-      res.set_header("Retry-After", std::to_string(static_cast<int64_t>(outcome.retry_after_seconds)));
-      return send_error(res, 429, "the queue is full (" + std::to_string(config.batcher.max_queue) + " texts); retry later",
-                        "queue_full");
+      res = error_response(429, "the queue is full (" + std::to_string(config.batcher.max_queue) + " texts); retry later",
+                           "queue_full");
+      res.headers.emplace_back("Retry-After", std::to_string(static_cast<int64_t>(outcome.retry_after_seconds)));
+      return res;
     case Batcher::Status::kOverloaded:
-      res.set_header("Retry-After", std::to_string(static_cast<int64_t>(outcome.retry_after_seconds)));
-      return send_error(res, 429, "the work queued ahead would not be done within the deadline of " +
-                        std::to_string(config.deadline.count()) + " ms; retry later", "overloaded");
+      res = error_response(429, "the work queued ahead would not be done within the deadline of " +
+                                    std::to_string(config.deadline.count()) + " ms; retry later",
+                           "overloaded");
+      res.headers.emplace_back("Retry-After", std::to_string(static_cast<int64_t>(outcome.retry_after_seconds)));
+      return res;
     case Batcher::Status::kDeadline:
-      return send_error(res, 504, "not done within the deadline of " + std::to_string(config.deadline.count()) + " ms",
-                        "deadline_exceeded");
+      return error_response(504, "not done within the deadline of " + std::to_string(config.deadline.count()) + " ms",
+                            "deadline_exceeded");
     case Batcher::Status::kStopped:
-      return send_error(res, 503, "the service is shutting down", "shutting_down");
+      return error_response(503, "the service is shutting down", "shutting_down");
     case Batcher::Status::kOk:
       break;
   }
@@ -189,150 +362,26 @@ void HttpServer::Impl::handle_extract(const httplib::Request& req, httplib::Resp
     const Result& r = outcome.results[i];
     if (r.ok()) continue;
     const std::string where = call.many ? "texts[" + std::to_string(i) + "]: " : "";
-    if (r.error_kind == ErrorKind::kInvalidInput) return send_error(res, 422, where + r.error, "invalid_request");
-    if (r.error_kind == ErrorKind::kLimitExceeded) return send_error(res, 422, where + r.error, "limit_exceeded");
+    if (r.error_kind == ErrorKind::kInvalidInput) return error_response(422, where + r.error, "invalid_request");
+    if (r.error_kind == ErrorKind::kLimitExceeded) return error_response(422, where + r.error, "limit_exceeded");
     if (r.error_kind == ErrorKind::kCancelled) {  // its deadline passed as the engine checked it
-      return send_error(res, 504, "not done within the deadline of " + std::to_string(config.deadline.count()) + " ms",
+      return error_response(504, "not done within the deadline of " + std::to_string(config.deadline.count()) + " ms",
                         "deadline_exceeded");
     }
-    return send_error(res, 500, where + r.error, "internal");
+    return error_response(500, where + r.error, "internal");
   }
-  send_json(res, extract_response(call, outcome.results));
+  return json_response(extract_response(call, outcome.results));
 }
 
-void HttpServer::Impl::install_routes() {
-  // Handlers answer errors themselves; anything else >= 400 without a body (unknown route,
-  // oversized body, ...) gets the same {error, error_type} shape here.
-  http.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-    std::string message = res.status == 404 ? "no route " + req.method + " " + req.path
-                          : res.status == 413 ? "the body is larger than the limit"
-                                              : "request failed with status " + std::to_string(res.status);
-    send_error(res, res.status, message, default_error_type(res.status));
-    return httplib::Server::HandlerResponse::Handled;
-  }));
-  http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-    std::string message = "internal error";
-    try {
-      std::rethrow_exception(ep);
-    } catch (const std::exception& e) {
-      message += std::string(": ") + e.what();
-    } catch (...) {
-    }
-    send_error(res, 500, message, "internal");
-  });
-  http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    t_started = Clock::now();
-    t_counted = true;
-    if (config.api_key.empty() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
-    const std::string auth = req.get_header_value("Authorization");
-    const std::string prefix = "Bearer ";
-    if (auth.rfind(prefix, 0) == 0 && same_secret(auth.substr(prefix.size()), config.api_key)) {
-      return httplib::Server::HandlerResponse::Unhandled;
-    }
-    res.set_header("WWW-Authenticate", "Bearer");
-    send_error(res, 401, "missing or wrong API key: send \"Authorization: Bearer <key>\"", "unauthorized");
-    return httplib::Server::HandlerResponse::Handled;
-  });
-  http.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
-    double seconds = 0;
-    if (t_counted) {
-      seconds = std::chrono::duration<double>(Clock::now() - t_started).count();
-      t_counted = false;
-    }
-    metrics.count_request(route_of(req.path), res.status, seconds);
-  });
-
-  // Every route handler counts itself in the in-flight gauge for exactly its own duration.
-  auto counted = [this](httplib::Server::Handler handler) {
-    return [this, handler = std::move(handler)](const httplib::Request& req, httplib::Response& res) {
-      metrics.in_flight.fetch_add(1);
-      struct Leave {
-        std::atomic<int64_t>& gauge;
-        ~Leave() { gauge.fetch_sub(1); }
-      } leave{metrics.in_flight};
-      handler(req, res);
-    };
-  };
-  auto get = [&](const char* path, httplib::Server::Handler h) { http.Get(path, counted(std::move(h))); };
-  auto post = [&](const char* path, httplib::Server::Handler h) { http.Post(path, counted(std::move(h))); };
-  get("/", [this](const httplib::Request&, httplib::Response& res) {
-    send_file(res, "index.html", "text/html; charset=utf-8");
-  });
-  get("/app.js", [this](const httplib::Request&, httplib::Response& res) {
-    send_file(res, "app.js", "text/javascript; charset=utf-8");
-  });
-  get("/style.css", [this](const httplib::Request&, httplib::Response& res) {
-    send_file(res, "style.css", "text/css; charset=utf-8");
-  });
-  get("/health", [this](const httplib::Request&, httplib::Response& res) { handle_health(res); });
-  get("/info", [this](const httplib::Request&, httplib::Response& res) { handle_info(res); });
-  get("/openapi.json", [this](const httplib::Request&, httplib::Response& res) {
-    send_file(res, "openapi.json", "application/json");
-  });
-  get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    std::string text = metrics.render();
-    text += "# HELP process_resident_memory_bytes Resident memory of the service.\n";
-    text += "# TYPE process_resident_memory_bytes gauge\n";
-    text += "process_resident_memory_bytes " + std::to_string(resident_bytes()) + "\n";
-    res.set_content(text, "text/plain; version=0.0.4; charset=utf-8");
-  });
-  post("/v1/extract", [this](const httplib::Request& req, httplib::Response& res) { handle_extract(req, res, false); });
-  post("/extract", [this](const httplib::Request& req, httplib::Response& res) { handle_extract(req, res, true); });
-
-  // A known route with the wrong method is 405, not 404.
-  auto wrong_method = [](const char* allowed) {
-    return [allowed](const httplib::Request& req, httplib::Response& res) {
-      res.set_header("Allow", allowed);
-      send_error(res, 405, req.method + " is not allowed on " + req.path + "; use " + allowed, "method_not_allowed");
-    };
-  };
-  for (const char* path : {"/v1/extract", "/extract"}) http.Get(path, wrong_method("POST"));
-  for (const char* path : {"/", "/health", "/info", "/metrics", "/openapi.json"}) http.Post(path, wrong_method("GET"));
-}
-
-constexpr int kListenBacklog = 1024;
-
-HttpServer::HttpServer(ServerConfig config) : impl_(std::make_unique<Impl>(std::move(config))) {
-  const int threads = std::max(1, impl_->config.threads);
-  impl_->http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
-  impl_->http.set_payload_max_length(impl_->config.max_body_bytes);
-  impl_->http.set_keep_alive_max_count(10000);
-  impl_->http.set_keep_alive_timeout(2);  // also bounds how long an idle connection delays shutdown
-  // SO_REUSEADDR only: cpp-httplib's default also sets SO_REUSEPORT, which would let a second
-  // server bind the same port and silently share its connections.
-  impl_->http.set_socket_options([impl = impl_.get()](socket_t sock) {
-    int yes = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, reinterpret_cast<const void*>(&yes), sizeof yes);
-    impl->listen_socket = sock;
-  });
-  impl_->install_routes();
-}
+HttpServer::HttpServer(ServerConfig config) : impl_(std::make_unique<Impl>(std::move(config))) {}
 
 HttpServer::~HttpServer() {
-  stop();
   shutdown_batcher();
 }
 
-int HttpServer::bind() {
-  const ServerConfig& c = impl_->config;
-  int port = c.port;
-  if (port == 0) {
-    port = impl_->http.bind_to_any_port(c.host);
-  } else if (!impl_->http.bind_to_port(c.host, port)) {
-    port = -1;
-  }
-  if (port <= 0) throw IoError("cannot listen on " + c.host + ":" + std::to_string(c.port));
-  // cpp-httplib listens with a backlog of 5 (compiled into Debian's libcpp-httplib). When many
-  // clients connect at once while both cores run a batch, the accept queue overflows, the kernel
-  // drops the handshake's last ACK, and those clients' first requests wait for retransmissions
-  // (1, 2, 4, 8 s...): latency that no server-side timer sees (docs/benchmarks.md, load test).
-  // Calling listen() again on the bound socket raises the backlog (capped by net.core.somaxconn).
-  if (impl_->listen_socket >= 0) ::listen(impl_->listen_socket, kListenBacklog);
-  return port;
-}
+int HttpServer::bind() { return impl_->transport->bind(impl_->config.host, impl_->config.port); }
 
-void HttpServer::listen() { impl_->http.listen_after_bind(); }
+void HttpServer::listen() { impl_->transport->run(); }
 
 void HttpServer::stop() {
   std::shared_ptr<Batcher> b;
@@ -341,7 +390,7 @@ void HttpServer::stop() {
     b = impl_->batcher;
   }
   if (b) b->cancel_after(Clock::now() + impl_->config.drain_timeout);
-  impl_->http.stop();
+  impl_->transport->stop();
 }
 
 void HttpServer::set_engine(std::unique_ptr<Engine> engine) {

@@ -1,5 +1,6 @@
-// The rexnlu HTTP service: routes, authentication, limits and error bodies over cpp-httplib,
-// with extraction going through the dynamic Batcher. See docs/http_api.md.
+// The rexnlu HTTP service: routes, authentication, Host/Origin checks, limits, error bodies and
+// the access log over HttpTransport, with extraction going through the dynamic Batcher.
+// See docs/http_api.md.
 #pragma once
 
 #include <chrono>
@@ -8,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "rexnlu/engine.h"
@@ -20,13 +22,29 @@ struct ServerConfig {
   std::string host = "127.0.0.1";
   int port = 8080;                        // 0 = any free port (see HttpServer::bind)
   std::string api_key;                    // non-empty: "Authorization: Bearer <key>" on every route but /health
-  size_t max_body_bytes = 1 << 20;        // larger bodies get 413
+  size_t max_body_bytes = 1 << 20;        // larger bodies (after chunked decoding) get 413
+  size_t max_header_bytes = 16 * 1024;    // request line + header fields; past it 431
+  size_t max_header_fields = 100;         // past it 431
+  size_t max_connections = 512;           // open connections at most; more get 503 and are closed
+  std::chrono::milliseconds idle_timeout{5000};   // keep-alive connection without a request: closed
+  std::chrono::milliseconds read_timeout{30000};  // a request must arrive whole within this; past it 408
   int64_t max_texts = 64;                 // "texts" per request
   std::chrono::milliseconds deadline{30000};  // per extract request; past it 504
-  int threads = 64;                       // HTTP handler threads (concurrent requests being served)
+  int threads = 64;                       // threads for extract requests (concurrent extractions being served)
   // After stop(), work still running or queued this long later is cancelled (503 shutting_down).
   std::chrono::milliseconds drain_timeout{3000};
   Limits limits;                          // per text: size and work bounds (set on the engine); past them 422
+  // Without an API key: the Host header must name this machine when bound to loopback (DNS
+  // rebinding), and a request with an Origin header must come from the service's own page or
+  // one of allowed_origins (cross-site requests). Allowed origins also get CORS headers.
+  std::vector<std::string> allowed_hosts;     // extra names accepted in Host, e.g. "nlu.internal"
+  std::vector<std::string> allowed_origins;   // e.g. "http://localhost:3000"
+  bool access_log = true;                     // one line per request (never the text)
+  // Where the access log and error lines go (default: stderr).
+  std::function<void(std::string_view)> log;
+  // /health answers 503 "wedged" when the batcher has made no progress for this long while it
+  // has work (one batch running, or a job waiting that it does not take).
+  std::chrono::milliseconds stall_limit{60000};
   BatcherConfig batcher;
   std::string model_path;                 // shown by /info
   // Runs on the batcher thread before each batch. Tests block here to fill the queue or pass a

@@ -10,6 +10,7 @@ TestServer::TestServer(ServerConfig config, bool load_model) {
   config.host = "127.0.0.1";
   config.port = 0;
   if (config.model_path.empty()) config.model_path = tiny_model_dir();
+  if (!config.log) config.log = [](std::string_view) {};  // tests that read the log pass their own
   server_ = std::make_unique<HttpServer>(config);
   if (load_model) server_->set_engine(std::make_unique<Engine>(Engine::load(config.model_path)));
   port_ = server_->bind();

@@ -25,8 +25,8 @@ const char* kText = "人事制度改革、分配制度改革、后勤管理改�
 Json ner_body() { return {{"text", kText}, {"schema", {{"人物", nullptr}, {"组织机构", nullptr}}}}; }
 
 Exchange get(httplib::Client& c, const std::string& path) { return {"get", path, c.Get(path.c_str())}; }
-Exchange post(httplib::Client& c, const std::string& path, const std::string& body) {
-  return {"post", path, c.Post(path.c_str(), body, "application/json")};
+Exchange post(httplib::Client& c, const std::string& path, const std::string& body, const httplib::Headers& headers = {}) {
+  return {"post", path, c.Post(path.c_str(), headers, body, "application/json")};
 }
 
 std::vector<std::string> check_against_document(const Json& doc, const Exchange& x) {
@@ -94,6 +94,10 @@ TEST(OpenApi, DocumentMatchesRealResponses) {
     exchanges.push_back(post(c, "/extract", "[1,"));
     exchanges.push_back(post(c, "/extract", std::string(9000, ' ')));
     exchanges.push_back(get(c, "/extract"));
+    for (const char* path : {"/v1/extract", "/extract"}) {
+      exchanges.push_back(post(c, path, ner_body().dump(), {{"Origin", "http://elsewhere.example"}}));
+      exchanges.push_back(post(c, path, ner_body().dump(), {{"Content-Encoding", "gzip"}}));
+    }
   }
   {
     ServerConfig config;
