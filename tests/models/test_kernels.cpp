@@ -261,7 +261,8 @@ TEST(WorkspaceArena, SteadyStateReusesOneBlock) {
     float* a = ws.alloc<float>(1000);
     float* b = ws.alloc<float>(5000);
     EXPECT_EQ(reinterpret_cast<uintptr_t>(a) % 64, 0u);
-    EXPECT_GE(b, a + 1000);
+    // Disjoint; in the first pass `b` may come from a new block at a lower address.
+    EXPECT_TRUE(b >= a + 1000 || b + 5000 <= a);
     a[999] = 1.0f;
     b[4999] = 2.0f;
   }
