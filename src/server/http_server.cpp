@@ -6,10 +6,9 @@
 #include <mutex>
 #include <unistd.h>
 
-#include "common/json_input.h"
 #include "server/embedded_files.h"
 #include "server/extract_request.h"
-#include "uie/tasks.h"
+#include "rexnlu/tasks.h"
 
 namespace rexnlu::server {
 namespace {
@@ -116,7 +115,7 @@ void HttpServer::Impl::handle_info(httplib::Response& res) {
     if (!load_error.empty()) model["load_error"] = load_error;
     info["model"] = std::move(model);
   }
-  info["tasks"] = uie::task_names();
+  info["tasks"] = task_names();
   info["limits"] = {{"max_body_bytes", config.max_body_bytes},
                     {"max_texts", config.max_texts},
                     {"max_queue", config.batcher.max_queue},
@@ -139,7 +138,7 @@ void HttpServer::Impl::handle_extract(const httplib::Request& req, httplib::Resp
 
   Json body;
   try {
-    body = parse_json<Json>(req.body);
+    body = parse_json_input(req.body);
   } catch (const Json::exception& e) {
     return send_error(res, 400, std::string("malformed JSON: ") + e.what(), "invalid_json");
   }
