@@ -102,7 +102,7 @@ std::string slow_body() {
   std::string text;
   while (text.size() < 900) text += "1944年毕业于北大的名古屋铁道会长谷口清太郎等人在日本积极筹资，共筹款2.7亿日元。";
   Json body = {{"texts", Json::array()}, {"schema", {{"人物", nullptr}, {"组织机构", nullptr}, {"地理位置", nullptr}}}};
-  for (int i = 0; i < 16; ++i) body["texts"].push_back(text);
+  for (int i = 0; i < 64; ++i) body["texts"].push_back(text);
   return body.dump();
 }
 
@@ -130,7 +130,7 @@ TEST(ServeProcess, SigtermFinishesTheRequestInFlightAndExitsZero) {
   auto r = in_flight.get();
   ASSERT_TRUE(r) << httplib::to_string(r.error());
   EXPECT_EQ(r->status, 200);
-  EXPECT_EQ(Json::parse(r->body)["results"].size(), 16u);
+  EXPECT_EQ(Json::parse(r->body)["results"].size(), 64u);
   EXPECT_GT(answered, signalled) << "the request was not in flight when the signal came";
   EXPECT_EQ(wait_exit(s), 0);
   EXPECT_FALSE(client(s.port).Get("/health")) << "still accepting after exit";
