@@ -9,14 +9,15 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
-#include "kernels/gemm.h"
-#include "kernels/threading.h"
+#include "io/checkpoint.h"
+#include "io/model_config.h"
 #include "models/rex_uninlu_model.h"
 
 namespace {
@@ -43,11 +44,19 @@ int main(int argc, char** argv) {
   }
   const int threads = argc > 3 ? std::atoi(argv[3]) : 2;
   const double min_seconds = argc > 4 ? std::atof(argv[4]) : 3.0;
-  rexnlu::kernels::cpu::set_num_threads(threads);
-  const auto model = rexnlu::models::RexUniNluModel::load(argv[1]);
+  rexnlu::LoadOptions options;
+  options.threads = threads;
+  // The full-size case has no vocab.txt: the embedding table's rows stand for the vocabulary.
+  const std::filesystem::path dir = argv[1];
+  const auto model = [&] {
+    const rexnlu::io::TensorStore weights = rexnlu::io::load_checkpoint(dir);
+    const int64_t rows = weights.at("plm.embeddings.word_embeddings.weight").shape.at(0);
+    return std::make_unique<rexnlu::models::RexUniNluModel>(rexnlu::io::load_model_config(dir / "config.json"),
+                                                             weights, rows, options);
+  }();
   std::ifstream in(argv[2]);
   const auto cases = nlohmann::json::parse(in);
-  std::fprintf(stderr, "rexnlu: %s, %d threads\n", rexnlu::kernels::cpu::blas_name(), threads);
+  std::fprintf(stderr, "rexnlu: %s\n", model->backend_description().c_str());
 
   for (const auto& c : cases) {
     SequenceInput s;

@@ -7,7 +7,6 @@
 #include "engine/options_json.h"
 #include "io/checkpoint.h"
 #include "io/model_config.h"
-#include "models/rex_tensor_specs.h"
 #include "models/rex_uninlu_model.h"
 #include "uie/hints.h"
 #include "uie/pipeline.h"
@@ -25,12 +24,12 @@ Engine Engine::load(const std::filesystem::path& model_dir) {
   const io::ModelConfig config = io::load_model_config(model_dir / "config.json");
   const io::TensorStore weights = io::load_checkpoint(model_dir);
   // The embedding table must have one row per token the tokenizer can produce.
-  const auto specs = models::rex_tensor_specs(config, impl->tokenizer.vocab_size());
-  for (const std::string& name : io::validate_tensors(weights, specs)) {
+  auto model = std::make_unique<models::RexUniNluModel>(config, weights, impl->tokenizer.vocab_size());
+  for (const std::string& name : model->unused_tensors()) {
     impl->load_warnings.push_back(weights.source().string() + ": tensor '" + name + "' is not used");
   }
-  for (std::string& w : io::check_tensor_values(weights, specs)) impl->load_warnings.push_back(std::move(w));
-  impl->model = std::make_unique<models::RexUniNluModel>(config, weights);
+  for (const std::string& w : model->weight_warnings()) impl->load_warnings.push_back(w);
+  impl->model = std::move(model);
   return Engine(std::move(impl));
 }
 

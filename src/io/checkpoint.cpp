@@ -64,33 +64,42 @@ TensorStore load_checkpoint(const std::filesystem::path& model_dir) {
   throw ModelError(model_dir.string() + ": no weights found (looked for model.safetensors and pytorch_model.bin)");
 }
 
-std::vector<std::string> validate_tensors(const TensorStore& store, const std::vector<TensorSpec>& specs) {
-  std::vector<std::string> missing, wrong;
+bool check_tensor(const TensorStore& store, const TensorSpec& spec, std::vector<std::string>& missing,
+                  std::vector<std::string>& wrong) {
+  const TensorView* v = store.find(spec.name);
+  if (!v) {
+    missing.push_back(spec.name);
+    return false;
+  }
+  bool ok = true;
+  if (v->shape != spec.shape) {
+    std::string m = spec.name + ": expected " + shape_string(spec.shape) + ", found " + shape_string(v->shape);
+    if (!spec.rows_meaning.empty() && !spec.shape.empty() && v->shape.size() == spec.shape.size() &&
+        v->shape[0] != spec.shape[0])
+      m += " (" + spec.rows_meaning + " but " + spec.name + " has " + std::to_string(v->shape[0]) + " rows)";
+    wrong.push_back(std::move(m));
+    ok = false;
+  }
+  if (v->dtype != spec.dtype) {
+    wrong.push_back(spec.name + ": expected dtype " + std::string(dtype_name(spec.dtype)) + ", found " +
+                    std::string(dtype_name(v->dtype)));
+    ok = false;
+  }
+  return ok;
+}
+
+void throw_tensor_problems(const TensorStore& store, const std::vector<std::string>& missing,
+                           const std::vector<std::string>& wrong) {
+  if (missing.empty() && wrong.empty()) return;
+  std::string msg = store.source().string() + ": the checkpoint does not match the model architecture";
+  append_list(msg, "missing tensor(s)", missing);
+  append_list(msg, "tensor(s) with a wrong shape or dtype", wrong);
+  throw ModelError(msg);
+}
+
+std::vector<std::string> unused_tensors(const TensorStore& store, const std::vector<TensorSpec>& specs) {
   std::set<std::string> expected;
-  for (const auto& spec : specs) {
-    expected.insert(spec.name);
-    const TensorView* v = store.find(spec.name);
-    if (!v) {
-      missing.push_back(spec.name);
-      continue;
-    }
-    if (v->shape != spec.shape) {
-      std::string m = spec.name + ": expected " + shape_string(spec.shape) + ", found " + shape_string(v->shape);
-      if (!spec.rows_meaning.empty() && !spec.shape.empty() && v->shape.size() == spec.shape.size() &&
-          v->shape[0] != spec.shape[0])
-        m += " (" + spec.rows_meaning + " but " + spec.name + " has " + std::to_string(v->shape[0]) + " rows)";
-      wrong.push_back(std::move(m));
-    }
-    if (v->dtype != spec.dtype)
-      wrong.push_back(spec.name + ": expected dtype " + std::string(dtype_name(spec.dtype)) + ", found " +
-                      std::string(dtype_name(v->dtype)));
-  }
-  if (!missing.empty() || !wrong.empty()) {
-    std::string msg = store.source().string() + ": the checkpoint does not match the model architecture";
-    append_list(msg, "missing tensor(s)", missing);
-    append_list(msg, "tensor(s) with a wrong shape or dtype", wrong);
-    throw ModelError(msg);
-  }
+  for (const auto& spec : specs) expected.insert(spec.name);
   std::vector<std::string> extras;
   for (const auto& name : store.names())
     if (!expected.count(name)) extras.push_back(name);
@@ -120,6 +129,13 @@ std::vector<std::string> check_tensor_values(const TensorStore& store, const std
   for (size_t i = 0; i < zero.size() && i < kMaxListed; ++i) msg += (i ? ", " : " ") + zero[i];
   if (zero.size() > kMaxListed) msg += ", ... and " + std::to_string(zero.size() - kMaxListed) + " more";
   return {msg};
+}
+
+std::vector<std::string> validate_tensors(const TensorStore& store, const std::vector<TensorSpec>& specs) {
+  std::vector<std::string> missing, wrong;
+  for (const auto& spec : specs) check_tensor(store, spec, missing, wrong);
+  throw_tensor_problems(store, missing, wrong);
+  return unused_tensors(store, specs);
 }
 
 }  // namespace rexnlu::io

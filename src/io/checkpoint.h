@@ -30,6 +30,16 @@ struct TensorSpec {
 // Returns the names of tensors in the store that no spec asks for (the caller may warn).
 std::vector<std::string> validate_tensors(const TensorStore& store, const std::vector<TensorSpec>& specs);
 
+// The steps of validate_tensors, for a loader that checks tensor by tensor as it declares them:
+// check_tensor appends the problems of one spec (returns true when there are none);
+// throw_tensor_problems throws the one error listing them all (nothing when there are none);
+// unused_tensors lists the store's tensors no spec names.
+bool check_tensor(const TensorStore& store, const TensorSpec& spec, std::vector<std::string>& missing,
+                  std::vector<std::string>& wrong);
+void throw_tensor_problems(const TensorStore& store, const std::vector<std::string>& missing,
+                           const std::vector<std::string>& wrong);
+std::vector<std::string> unused_tensors(const TensorStore& store, const std::vector<TensorSpec>& specs);
+
 // Reads every F32 value of the spec'd tensors once. A NaN or infinity is an error (kInvalidModel)
 // naming the tensor, the element and the value: such a model answers nothing. Weight tensors
 // (all but biases) that hold only zeros are returned as ONE warning message (empty if none),

@@ -4,27 +4,29 @@
 
 #include <vector>
 
+#include "backends/backend.h"
 #include "io/model_config.h"
-#include "io/tensor_store.h"
 #include "models/link_model.h"
 #include "models/packed_batch.h"
-#include "tensor/workspace.h"
+#include "models/weight_loader.h"
+#include "tensor/tensor.h"
 
 namespace rexnlu::models {
 
 class RexLinkHead {
  public:
-  // Reads ffnq.*, ffnk.* and rotary_emb.freqs (loaded, not recomputed: powf rounding may differ).
-  RexLinkHead(const io::ModelConfig& config, const io::TensorStore& weights);
+  // Declares ffnq.*, ffnk.* and rotary_emb.freqs (loaded, not recomputed: powf rounding may differ).
+  RexLinkHead(const io::ModelConfig& config, WeightLoader& weights);
 
-  // hidden[batch.rows(), H] -> one L*L logit matrix per sequence (out is resized).
-  void forward(const PackedBatch& batch, const float* hidden, std::vector<LinkLogits>& out,
-               Workspace& ws) const;
+  // hidden [batch.rows(), H] on the backend -> one L*L logit matrix per sequence on the host
+  // (out is resized).
+  void forward(backends::Backend& be, const PackedBatch& batch, ConstTensorRef hidden,
+               std::vector<LinkLogits>& out) const;
 
  private:
   int hidden_ = 0;
-  std::vector<float> qk_weight_, qk_bias_;  // ffnq|ffnk fused: [2H, H], [2H]
-  std::vector<float> freqs_;                // [H/2]
+  Linear qk_;     // ffnq|ffnk fused: [2H, H]
+  Tensor freqs_;  // [H/2]
 };
 
 }  // namespace rexnlu::models

@@ -2,17 +2,28 @@
 
 #include "io/checkpoint.h"
 #include "io/model_config.h"
+#include "text/tokenizer.h"
 
 namespace rexnlu::models {
 
-std::unique_ptr<RexUniNluModel> RexUniNluModel::load(const std::filesystem::path& model_dir) {
+std::unique_ptr<RexUniNluModel> RexUniNluModel::load(const std::filesystem::path& model_dir,
+                                                     const LoadOptions& options) {
+  const int64_t rows = text::Tokenizer::from_model_dir(model_dir).vocab_size();
   const io::ModelConfig config = io::load_model_config(model_dir / "config.json");
   const io::TensorStore weights = io::load_checkpoint(model_dir);
-  return std::make_unique<RexUniNluModel>(config, weights);
+  return std::make_unique<RexUniNluModel>(config, weights, rows, options);
 }
 
-RexUniNluModel::RexUniNluModel(const io::ModelConfig& config, const io::TensorStore& weights)
-    : config_(config), encoder_(config, weights), head_(config, weights) {}
+RexUniNluModel::RexUniNluModel(const io::ModelConfig& config, const io::TensorStore& weights, int64_t embedding_rows,
+                               const LoadOptions& options)
+    : config_(config), backend_(backends::make_backend(options)) {
+  WeightLoader loader(weights, *backend_);
+  encoder_ = std::make_unique<DebertaV2RexEncoder>(config, loader, embedding_rows);
+  head_ = std::make_unique<RexLinkHead>(config, loader);
+  unused_tensors_ = loader.finish();
+  weight_warnings_ = io::check_tensor_values(weights, loader.declared());
+  summary_ = loader.summary();
+}
 
 std::vector<LinkLogits> RexUniNluModel::forward(const std::vector<SequenceInput>& batch) {
   std::lock_guard lock(mutex_);
@@ -35,24 +46,27 @@ int64_t RexUniNluModel::forward_calls() const {
 
 size_t RexUniNluModel::workspace_bytes() const {
   std::lock_guard lock(mutex_);
-  return workspace_.capacity_bytes();
+  return backend_->workspace().capacity_bytes();
 }
+
+std::string RexUniNluModel::backend_description() const { return backend_->describe(); }
 
 void RexUniNluModel::run(const std::vector<SequenceInput>& batch, std::vector<LinkLogits>& logits,
                          std::vector<std::vector<float>>* hidden) {
   ++forward_calls_;
   if (batch.empty()) return;
-  const PackedBatch packed = PackedBatch::pack(batch, encoder_.vocab_rows());
-  workspace_.reset();
-  const size_t H = static_cast<size_t>(encoder_.hidden_size());
-  float* h = workspace_.alloc<float>(packed.rows() * H);
-  encoder_.forward(packed, h, workspace_);
-  head_.forward(packed, h, logits, workspace_);
+  const PackedBatch packed = PackedBatch::pack(batch, encoder_->vocab_rows());
+  backends::Backend& be = *backend_;
+  be.begin_pass();
+  const int64_t H = encoder_->hidden_size();
+  const TensorRef h = be.alloc(DType::kF32, {packed.rows(), H});
+  encoder_->forward(be, packed, h);
+  head_->forward(be, packed, h, logits);
   if (hidden) {
     hidden->resize(batch.size());
     for (int b = 0; b < packed.num_sequences(); ++b) {
-      const float* src = h + static_cast<size_t>(packed.offset(b)) * H;
-      (*hidden)[b].assign(src, src + packed.length(b) * H);
+      (*hidden)[b].resize(static_cast<size_t>(packed.length(b) * H));
+      be.download(h.slice(packed.offset(b), packed.length(b)), host_ref((*hidden)[b].data(), {packed.length(b), H}));
     }
   }
 }

@@ -1,27 +1,33 @@
 // The RexUniNLU network behind the LinkModel interface: encoder + link head over a packed
-// batch, CPU, float32.
+// batch, on the backend LoadOptions picks (CPU, float32 today).
 #pragma once
 
 #include <filesystem>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
+#include "backends/backend.h"
 #include "io/model_config.h"
 #include "io/tensor_store.h"
 #include "models/deberta_v2_rex.h"
 #include "models/link_model.h"
 #include "models/rex_link_head.h"
-#include "tensor/workspace.h"
+#include "models/weight_loader.h"
+#include "rexnlu/load_options.h"
 
 namespace rexnlu::models {
 
 class RexUniNluModel final : public LinkModel {
  public:
-  // config.json + the checkpoint (model.safetensors or pytorch_model.bin) of `model_dir`.
-  static std::unique_ptr<RexUniNluModel> load(const std::filesystem::path& model_dir);
-  // Copies what it needs: `weights` may be dropped afterwards.
-  RexUniNluModel(const io::ModelConfig& config, const io::TensorStore& weights);
+  // config.json + the checkpoint (model.safetensors or pytorch_model.bin) of `model_dir`; the
+  // embedding table must have as many rows as the directory's tokenizer has tokens.
+  static std::unique_ptr<RexUniNluModel> load(const std::filesystem::path& model_dir, const LoadOptions& options = {});
+  // Checks every tensor the network declares (one error listing all problems) and copies them
+  // to the backend: `weights` may be dropped afterwards.
+  RexUniNluModel(const io::ModelConfig& config, const io::TensorStore& weights, int64_t embedding_rows,
+                 const LoadOptions& options = {});
 
   std::vector<LinkLogits> forward(const std::vector<SequenceInput>& batch) override;
   int64_t forward_calls() const override;
@@ -34,20 +40,29 @@ class RexUniNluModel final : public LinkModel {
   Outputs forward_with_hidden(const std::vector<SequenceInput>& batch);
 
   const io::ModelConfig& config() const { return config_; }
+  const std::vector<std::string>& unused_tensors() const { return unused_tensors_; }  // in the checkpoint
+  // Warnings about the declared tensors' values (weights that hold only zeros); a NaN or infinity
+  // was already refused by the constructor (io::check_tensor_values).
+  const std::vector<std::string>& weight_warnings() const { return weight_warnings_; }
+  const WeightLoader::Summary& weights_summary() const { return summary_; }
+  std::string backend_description() const;
   // Scratch memory reserved for activations: the peak of the largest batch so far (one layer's
   // buffers at a time, not the sum over layers).
   size_t workspace_bytes() const;
 
  private:
-  // Runs the batch; fills hidden only when asked. Callers hold mutex_ (the workspace is shared).
+  // Runs the batch; fills hidden only when asked. Callers hold mutex_ (the backend's workspace is shared).
   void run(const std::vector<SequenceInput>& batch, std::vector<LinkLogits>& logits,
            std::vector<std::vector<float>>* hidden);
 
   io::ModelConfig config_;
-  DebertaV2RexEncoder encoder_;
-  RexLinkHead head_;
+  std::unique_ptr<backends::Backend> backend_;
+  std::unique_ptr<DebertaV2RexEncoder> encoder_;
+  std::unique_ptr<RexLinkHead> head_;
+  std::vector<std::string> unused_tensors_;
+  std::vector<std::string> weight_warnings_;
+  WeightLoader::Summary summary_;
   mutable std::mutex mutex_;
-  Workspace workspace_;
   int64_t forward_calls_ = 0;
 };
 

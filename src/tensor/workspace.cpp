@@ -11,14 +11,16 @@ constexpr size_t kAlign = 64;  // a cache line; also what AVX-512 loads would wa
 size_t round_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 }  // namespace
 
-void Workspace::AlignedFree::operator()(std::byte* p) const { std::free(p); }
+Workspace::Allocator Workspace::host_allocator() {
+  return {[](size_t bytes) { return std::aligned_alloc(kAlign, bytes); }, [](void* p) { std::free(p); }};
+}
 
-Workspace::Block Workspace::make_block(size_t bytes) {
+Workspace::Block Workspace::make_block(size_t bytes) const {
   Block b;
   b.size = round_up(std::max<size_t>(bytes, kAlign));
-  auto* p = static_cast<std::byte*>(std::aligned_alloc(kAlign, b.size));
+  auto* p = static_cast<std::byte*>(allocator_.allocate(b.size));
   if (p == nullptr) throw std::bad_alloc();
-  b.data.reset(p);
+  b.data = std::unique_ptr<std::byte[], Release>(p, Release{allocator_.release});
   return b;
 }
 

@@ -4,7 +4,8 @@
 // layer is done, so the peak is one layer's worth, not the sum over all layers. When a pass needs
 // more than the current block, an extra block is added for the rest of that pass, and the next
 // reset() merges everything into one block of the peak size, so steady-state passes of the same
-// (or smaller) shape allocate nothing.
+// (or smaller) shape allocate nothing. The blocks are host memory unless the owner (a device
+// backend) passes its own allocator.
 #pragma once
 
 #include <cstddef>
@@ -15,7 +16,14 @@ namespace rexnlu {
 
 class Workspace {
  public:
-  Workspace() = default;
+  // Where blocks come from: 64-byte aligned host memory by default.
+  struct Allocator {
+    void* (*allocate)(size_t bytes);  // nullptr when out of memory
+    void (*release)(void* p);
+  };
+  static Allocator host_allocator();
+
+  explicit Workspace(Allocator allocator = host_allocator()) : allocator_(allocator) {}
   Workspace(const Workspace&) = delete;
   Workspace& operator=(const Workspace&) = delete;
 
@@ -48,19 +56,23 @@ class Workspace {
   int block_count() const { return static_cast<int>(blocks_.size()); }
 
  private:
-  struct AlignedFree {
-    void operator()(std::byte* p) const;
+  struct Release {
+    Release() noexcept : release(nullptr) {}
+    explicit Release(void (*r)(void*)) noexcept : release(r) {}
+    void operator()(std::byte* p) const { release(p); }
+    void (*release)(void*);
   };
   struct Block {
-    std::unique_ptr<std::byte[], AlignedFree> data;
+    std::unique_ptr<std::byte[], Release> data;
     size_t size = 0;
     size_t used = 0;
   };
 
   void* alloc_bytes(size_t bytes);
   void release(size_t block, size_t block_used, size_t used_total);
-  static Block make_block(size_t bytes);
+  Block make_block(size_t bytes) const;
 
+  Allocator allocator_;
   // Blocks are filled in order; blocks_[current_] takes the next buffer, later ones are empty.
   std::vector<Block> blocks_;
   size_t current_ = 0;

@@ -14,12 +14,12 @@
 #include <string>
 #include <vector>
 
-#include "kernels/cuda/common.h"
-#include "kernels/cuda/device.h"
-#include "kernels/cuda/gemm.h"
-#include "kernels/cuda/ops.h"
+#include "backends/cuda/common.h"
+#include "backends/cuda/device.h"
+#include "backends/cuda/gemm.h"
+#include "backends/cuda/ops.h"
 
-namespace kg = rexnlu::kernels::cuda;
+namespace kg = rexnlu::backends::cuda;
 using rexnlu::DType;
 
 namespace {

@@ -1,4 +1,4 @@
-// CUDA kernels against the CPU kernels (src/kernels/cpu) on random inputs of the model's real
+// CUDA kernels against the CPU kernels (src/backends/cpu) on random inputs of the model's real
 // shapes. Without a usable GPU every comparison is skipped with the reason (GTEST_SKIP), so
 // CI shows "skipped", never a silent pass; the probe tests run everywhere.
 //
@@ -24,26 +24,37 @@
 #include <tuple>
 #include <vector>
 
-#include "kernels/activations.h"
-#include "kernels/conv1d.h"
-#include "kernels/cuda/common.h"
-#include "kernels/cuda/device.h"
-#include "kernels/cuda/gemm.h"
-#include "kernels/cuda/ops.h"
-#include "kernels/disentangled_attention.h"
-#include "kernels/gemm.h"
-#include "kernels/layer_norm.h"
-#include "kernels/rotary.h"
-#include "kernels/softmax.h"
+#include "backends/cpu/activations.h"
+#include "backends/cpu/conv1d.h"
+#include "backends/cuda/common.h"
+#include "backends/cuda/device.h"
+#include "backends/cuda/gemm.h"
+#include "backends/cuda/ops.h"
+#include "backends/cpu/disentangled_attention.h"
+#include "backends/cpu/gemm.h"
+#include "backends/cpu/layer_norm.h"
+#include "backends/cpu/rotary.h"
+#include "backends/cpu/softmax.h"
 #include "rexnlu/error.h"
 
-namespace rexnlu::kernels {
+namespace rexnlu::backends {
 namespace {
 
-namespace kg = kernels::cuda;
-namespace kc = kernels::cpu;
+namespace kg = backends::cuda;
+namespace kc = backends::cpu;
 
 // ---- host helpers -------------------------------------------------------------------------
+
+// torch Conv1d weight [out, in, 3] -> three [out, in] tap matrices, the layout of
+// ops::conv1d_k3_taps (src/ops is not part of the standalone GPU build, tests/cuda/device).
+std::vector<float> conv1d_taps(const float* weight, int out, int in) {
+  std::vector<float> taps(static_cast<size_t>(3) * out * in);
+  for (int k = 0; k < 3; ++k)
+    for (int o = 0; o < out; ++o)
+      for (int i = 0; i < in; ++i)
+        taps[(static_cast<size_t>(k) * out + o) * in + i] = weight[(static_cast<size_t>(o) * in + i) * 3 + k];
+  return taps;
+}
 
 std::vector<float> random_vec(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
   std::mt19937 rng(seed);
@@ -344,7 +355,7 @@ TEST_F(Gpu, Conv1dK3MatchesCpuPerSequence) {
     round_to(x, t);
     auto wt = w;
     round_to(wt, t);
-    const std::vector<float> taps = kc::pack_conv1d_k3_weight(wt.data(), H, H);
+    const std::vector<float> taps = conv1d_taps(wt.data(), H, H);
     std::vector<float> want(x.size());
     for (int b = 0; b < batch.size(); ++b)
       kc::conv1d_k3(x.data() + size_t(batch.offsets[b]) * H, batch.length(b), H, taps.data(), bias.data(), H,
@@ -458,4 +469,4 @@ TEST_F(Gpu, LinkScoresMatchCpuAndCopyBackOnlyLinks) {
 }
 
 }  // namespace
-}  // namespace rexnlu::kernels
+}  // namespace rexnlu::backends

@@ -88,7 +88,8 @@ TEST(FullSizeOriginal, HiddenStatesAndLogitsMatchTheOriginalCode) {
   const io::ModelConfig config = io::load_model_config(case_dir + "/config.json");
   auto model = [&] {
     const io::TensorStore weights = io::load_safetensors(case_dir + "/model.safetensors");
-    return std::make_unique<RexUniNluModel>(config, weights);
+    // The case's vocabulary is the real one: 12,800 + 4 added tokens.
+    return std::make_unique<RexUniNluModel>(config, weights, 12804);
   }();
 
   for (int L : {128, 512}) {

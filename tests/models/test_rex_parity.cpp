@@ -50,12 +50,13 @@ std::vector<ForwardCase> load_cases() {
 }
 
 const std::filesystem::path kModelDir = std::filesystem::path(REXNLU_MODELS_DIR) / "rexuninlu_tiny";
+constexpr int64_t kTinyRows = 12804;  // vocab.txt (12,800) + 4 added tokens
 
 RexUniNluModel& tiny_model() {
   static std::unique_ptr<RexUniNluModel> model = [] {
     const io::ModelConfig config = io::load_model_config(kModelDir / "config.json");
     const io::TensorStore weights = io::load_safetensors(kModelDir / "model.safetensors");
-    return std::make_unique<RexUniNluModel>(config, weights);
+    return std::make_unique<RexUniNluModel>(config, weights, kTinyRows);
   }();
   return *model;
 }
@@ -182,7 +183,7 @@ TEST(RexParity, ScratchMemoryDoesNotGrowWithLayers) {
   io::ModelConfig one = two;
   one.num_hidden_layers = 1;
   const io::TensorStore weights = io::load_safetensors(kModelDir / "model.safetensors");
-  RexUniNluModel shallow(one, weights), deep(two, weights);
+  RexUniNluModel shallow(one, weights, kTinyRows), deep(two, weights, kTinyRows);
   std::vector<SequenceInput> batch;
   for (const auto& c : load_cases()) batch.push_back(c.input);
   for (int pass = 0; pass < 2; ++pass) {  // the first pass grows block by block; the second has one

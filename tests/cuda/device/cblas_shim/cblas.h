@@ -1,5 +1,5 @@
 // Stand-in for cblas.h in the GPU machine's kernel-test build (tests/cuda/device), which has no
-// BLAS: the one call kernels::cpu::gemm makes, as a plain loop (double accumulation). Only the
+// BLAS: the one call backends::cpu::gemm makes, as a plain loop (double accumulation). Only the
 // CPU reference side of the GPU tests runs through it; speed does not matter there.
 #pragma once
 

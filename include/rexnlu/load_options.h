@@ -1,0 +1,28 @@
+// How Engine::load runs a model: on which device, at which precision, with how many threads.
+// A combination this build cannot run is refused at load with a rexnlu::Error that says so
+// (e.g. "device cuda: this build has no CUDA backend").
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace rexnlu {
+
+enum class Device { kCpu, kCuda };
+
+// The number format of the weights of the dense layers (activations stay float32).
+enum class Precision { kFloat32, kFloat16, kBFloat16, kInt8 };
+
+struct LoadOptions {
+  Device device = Device::kCpu;
+  Precision precision = Precision::kFloat32;
+  int threads = 0;  // CPU worker threads; 0 = OMP_NUM_THREADS or one per core
+};
+
+std::string_view device_name(Device d);           // "cpu", "cuda"
+std::string_view precision_name(Precision p);     // "fp32", "fp16", "bf16", "int8"
+std::optional<Device> parse_device(std::string_view name);        // the names above
+std::optional<Precision> parse_precision(std::string_view name);  // the names above, also "float32"...
+
+}  // namespace rexnlu

@@ -1,0 +1,60 @@
+#include "backends/backend.h"
+
+#include <cstring>
+#include <string>
+
+#include "backends/cpu/cpu_backend.h"
+#include "rexnlu/error.h"
+
+namespace rexnlu::backends {
+
+void Backend::begin_pass() { workspace_.reset(); }
+
+TensorRef Backend::alloc(DType dtype, std::initializer_list<int64_t> shape) {
+  TensorRef r(nullptr, dtype, shape, device_);
+  r.data = static_cast<std::byte*>(workspace_.alloc<std::byte>(static_cast<size_t>(r.numel()) * dtype_size(dtype)));
+  return r;
+}
+
+Tensor Backend::alloc_tensor(DType dtype, std::initializer_list<int64_t> shape) {
+  TensorRef r(nullptr, dtype, shape, device_);
+  std::shared_ptr<void> storage = allocate_persistent(static_cast<size_t>(r.numel()) * dtype_size(dtype));
+  r.data = static_cast<std::byte*>(storage.get());
+  return Tensor(std::move(storage), r);
+}
+
+Tensor Backend::copy_of(ConstTensorRef host) {
+  if (!host.contiguous()) throw InternalError("Backend::copy_of: " + rexnlu::describe(host) + " is not contiguous");
+  const size_t bytes = static_cast<size_t>(host.numel()) * dtype_size(host.dtype);
+  std::shared_ptr<void> storage = allocate_persistent(bytes);
+  TensorRef r(static_cast<std::byte*>(storage.get()), host.dtype, {}, device_);
+  r.rank = host.rank;
+  r.shape = host.shape;
+  r.strides = host.strides;
+  copy_from_host(host.data, r.data, bytes);
+  return Tensor(std::move(storage), r);
+}
+
+Linear Backend::make_linear(ConstTensorRef weight, ConstTensorRef bias) {
+  if (precision_ != Precision::kFloat32)
+    throw InternalError("Backend::make_linear: precision " + std::string(precision_name(precision_)) + " not implemented");
+  return Linear{copy_of(weight), bias.empty() ? Tensor() : copy_of(bias), Tensor()};
+}
+
+std::unique_ptr<Backend> make_backend(const LoadOptions& o) {
+  if (o.threads < 0) throw InputError("threads must be >= 0 (0 = one per core), got " + std::to_string(o.threads));
+  switch (o.device) {
+    case Device::kCpu:
+      if (o.precision != Precision::kFloat32)
+        throw InputError("precision " + std::string(precision_name(o.precision)) +
+                         ": the CPU backend computes in fp32 only (int8 / fp16 / bf16 weights are not implemented yet)");
+      return std::make_unique<cpu::CpuBackend>(o.threads);
+    case Device::kCuda:
+      throw InputError("device cuda: this build has no CUDA backend");
+  }
+  throw InternalError("make_backend: unknown device");
+}
+
+std::vector<Device> available_devices() { return {Device::kCpu}; }
+
+}  // namespace rexnlu::backends

@@ -1,0 +1,78 @@
+// A backend: one device's memory and execution context. It owns the scratch workspace of the
+// forward passes, the worker threads (CPU) or the stream (CUDA), and decides how weights are
+// stored. Ops (src/ops) take a Backend& and dispatch to its device's kernels; the network code
+// only ever sees Backend, Tensor and TensorRef, never a device.
+//
+// Adding a backend (e.g. CUDA): a subclass in src/backends/<device>/, its kernels next to it, a
+// case in make_backend() and in each op's dispatch (src/ops/*.cpp). Tests in tests/ops run every op
+// on every backend available_backends() returns against the same reference loops.
+#pragma once
+
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "rexnlu/load_options.h"
+#include "tensor/tensor.h"
+#include "tensor/tensor_ref.h"
+#include "tensor/workspace.h"
+
+namespace rexnlu::backends {
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  Backend(const Backend&) = delete;
+  Backend& operator=(const Backend&) = delete;
+
+  Device device() const { return device_; }
+  Precision precision() const { return precision_; }
+  virtual std::string describe() const = 0;  // for logs and `rexnlu info`: device, threads, libraries
+
+  // ---- scratch memory of a forward pass (on the device)
+  // Starts a pass: the previous pass's scratch is reused, the thread count applied.
+  virtual void begin_pass();
+  // Uninitialised scratch valid until the next begin_pass() or the end of the enclosing
+  // Workspace::Frame on workspace().
+  TensorRef alloc(DType dtype, std::initializer_list<int64_t> shape);
+  Workspace& workspace() { return workspace_; }
+
+  // ---- moving data between the host and the device
+  // `host` as the ops can read it: `host` itself on the CPU, a scratch copy on a device.
+  virtual ConstTensorRef upload(ConstTensorRef host) = 0;
+  // Where an op may write a result that must end up in `host` (then call download()): `host`
+  // itself on the CPU, scratch on a device.
+  virtual TensorRef output_for(TensorRef host) = 0;
+  // Copies `src` into host memory `host` (same shape); nothing to do when they are the same memory.
+  virtual void download(ConstTensorRef src, TensorRef host) = 0;
+
+  // ---- persistent memory (weights, constants computed at load)
+  Tensor alloc_tensor(DType dtype, std::initializer_list<int64_t> shape);  // uninitialised
+  Tensor copy_of(ConstTensorRef host);  // a contiguous device copy of host memory
+  // A linear layer's weights (host F32 W [out, in], bias [out] or empty) in the layout this
+  // backend uses for precision(): F32 here; int8 + per-channel scale or F16/BF16 where supported.
+  virtual Linear make_linear(ConstTensorRef weight, ConstTensorRef bias);
+
+ protected:
+  Backend(Device device, Precision precision, Workspace::Allocator allocator)
+      : device_(device), precision_(precision), workspace_(allocator) {}
+  // Device memory that lives as long as the returned owner (aligned host memory on the CPU).
+  virtual std::shared_ptr<void> allocate_persistent(size_t bytes) = 0;
+  // Host -> device copy of a contiguous block (memcpy on the CPU).
+  virtual void copy_from_host(const void* host, void* device, size_t bytes) = 0;
+
+ private:
+  Device device_;
+  Precision precision_;
+  Workspace workspace_;
+};
+
+// The backend for `options`, or rexnlu::Error (kInvalidInput) naming what this build cannot do,
+// e.g. "device cuda: this build has no CUDA backend".
+std::unique_ptr<Backend> make_backend(const LoadOptions& options);
+
+// Every device this build can run on (the op tests run each of them).
+std::vector<Device> available_devices();
+
+}  // namespace rexnlu::backends

@@ -1,0 +1,13 @@
+// Conv1d with kernel 3, padding 1 (zeros outside the sequence), stride 1, one group, as
+// DeBERTa-v2's ConvLayer uses it along the token axis.
+#pragma once
+
+namespace rexnlu::backends::cpu {
+
+// y[t, o] = bias[o] + sum_k sum_i taps[k][o, i] * x[t + k - 1, i] over ONE sequence of
+// `length` tokens (rows contiguous, stride in / out); packed_taps: three [out, in] tap matrices
+// back to back (ops::conv1d_k3_taps). bias may be null.
+void conv1d_k3(const float* x, int length, int in, const float* packed_taps, const float* bias,
+               int out, float* y);
+
+}  // namespace rexnlu::backends::cpu

@@ -1,0 +1,29 @@
+// The CPU backend: host memory, an OpenMP team of worker threads, BLAS for the products
+// (backends/cpu/gemm.cpp). Its kernels are the functions declared next to it (backends/cpu/*.h).
+#pragma once
+
+#include "backends/backend.h"
+
+namespace rexnlu::backends::cpu {
+
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(int threads);  // 0: leave OpenMP's default (OMP_NUM_THREADS or one per core)
+
+  std::string describe() const override;
+  // Also sets the calling thread's OpenMP team size (the ICV is per thread: the server's batcher
+  // thread runs the passes, not the thread that loaded the model).
+  void begin_pass() override;
+  ConstTensorRef upload(ConstTensorRef host) override { return host; }
+  TensorRef output_for(TensorRef host) override { return host; }
+  void download(ConstTensorRef src, TensorRef host) override;
+
+ protected:
+  std::shared_ptr<void> allocate_persistent(size_t bytes) override;
+  void copy_from_host(const void* host, void* device, size_t bytes) override;
+
+ private:
+  int threads_;
+};
+
+}  // namespace rexnlu::backends::cpu

@@ -1,0 +1,23 @@
+#include "backends/cuda/common.h"
+
+#include <string>
+
+#include "rexnlu/error.h"
+
+namespace rexnlu::backends::cuda {
+
+void require_float_type(DType type, const char* what) {
+  if (type != DType::kF32 && type != DType::kF16 && type != DType::kBF16)
+    throw InternalError(std::string(what) + ": element type " + std::string(dtype_name(type)) +
+                        " is not F32, F16 or BF16");
+}
+
+void check(cudaError_t status, const char* what) {
+  if (status != cudaSuccess)
+    throw InternalError(std::string(what) + ": " + cudaGetErrorName(status) + " (" +
+                        cudaGetErrorString(status) + ")");
+}
+
+void check_launch(const char* kernel) { check(cudaGetLastError(), kernel); }
+
+}  // namespace rexnlu::backends::cuda

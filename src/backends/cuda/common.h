@@ -1,0 +1,35 @@
+// Shared pieces of the CUDA backend: error checks and the element types kernels store.
+// Kernels take device pointers, a cudaStream_t and (where they need scratch) caller-owned
+// device workspace; they never allocate and never synchronize.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "tensor/dtype.h"
+
+namespace rexnlu::backends::cuda {
+
+// Storage types the kernels accept: kF32, kF16, kBF16 (arithmetic is always fp32).
+// Throws rexnlu::Error (kInternal) naming `what` for any other type.
+void require_float_type(DType type, const char* what);
+
+// Throws rexnlu::Error (kInternal) "<what>: <CUDA error string>" unless status is cudaSuccess.
+void check(cudaError_t status, const char* what);
+
+// After a kernel launch: a launch error (bad configuration, no device) as rexnlu::Error.
+void check_launch(const char* kernel);
+
+// Token rows of several sequences packed back to back (as models::PackedBatch), on the device.
+struct DeviceBatch {
+  int num_sequences = 0;
+  int max_length = 0;                     // longest sequence (sizes grids and shared memory)
+  int rows = 0;                           // total token rows
+  const int32_t* offsets = nullptr;       // [B+1]: sequence b owns rows [offsets[b], offsets[b+1])
+  const int64_t* mask_offsets = nullptr;  // [B]: sequence b's L*L block starts at masks + mask_offsets[b]
+  const int32_t* position_ids = nullptr;  // [rows]
+  const uint8_t* masks = nullptr;         // 2D masks, L*L row-major each, nonzero = row attends to column
+};
+
+}  // namespace rexnlu::backends::cuda

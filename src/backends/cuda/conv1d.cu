@@ -1,0 +1,54 @@
+// The k=3 conv's tap sum with per-sequence zero padding (the taps come from one GEMM).
+#include "backends/cuda/ops.h"
+#include "backends/cuda/types.cuh"
+
+namespace rexnlu::backends::cuda {
+
+namespace {
+
+// Sequence owning `row`: binary search over offsets[0..B].
+__device__ int sequence_of(const int32_t* offsets, int num_sequences, int row) {
+  int lo = 0, hi = num_sequences - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (offsets[mid] <= row) lo = mid; else hi = mid - 1;
+  }
+  return lo;
+}
+
+template <typename T>
+__global__ void conv1d_k3_combine_kernel(const T* taps, const int32_t* offsets, int num_sequences, int out,
+                                         const float* bias, T* y) {
+  const int t = blockIdx.x;
+  __shared__ int first, last;  // the sequence's rows [first, last)
+  if (threadIdx.x == 0) {
+    const int b = sequence_of(offsets, num_sequences, t);
+    first = offsets[b];
+    last = offsets[b + 1];
+  }
+  __syncthreads();
+  const size_t ld = 3 * static_cast<size_t>(out);
+  const T* row = taps + t * ld;
+  for (int o = threadIdx.x; o < out; o += blockDim.x) {
+    // Same order as the CPU: centre tap (+ bias), then the previous token's tap 0, then the next's tap 2.
+    float v = (bias ? bias[o] : 0.0f) + to_f32(row[out + o]);
+    if (t - 1 >= first) v += to_f32(row[o - static_cast<ptrdiff_t>(ld)]);
+    if (t + 1 < last) v += to_f32(row[ld + 2 * out + o]);
+    y[static_cast<size_t>(t) * out + o] = from_f32<T>(v);
+  }
+}
+
+}  // namespace
+
+void conv1d_k3_combine(DType type, const void* taps, const DeviceBatch& batch, int out, const float* bias, void* y,
+                       cudaStream_t stream) {
+  if (batch.rows <= 0) return;
+  dispatch_float_type(type, "cuda::conv1d_k3_combine", [&](auto tag) {
+    using T = decltype(tag);
+    conv1d_k3_combine_kernel<T><<<batch.rows, 256, 0, stream>>>(static_cast<const T*>(taps), batch.offsets,
+                                                                 batch.num_sequences, out, bias, static_cast<T*>(y));
+  });
+  check_launch("cuda::conv1d_k3_combine");
+}
+
+}  // namespace rexnlu::backends::cuda

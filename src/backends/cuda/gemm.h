@@ -1,0 +1,60 @@
+// Matrix products on the GPU through cuBLASLt, row-major like kernels::cpu::gemm:
+//   C[M,N] = alpha * A[M,K] · op(B) + beta * C (+ bias[N] on every row)
+// trans_b = true: B is [N,K] (nn.Linear weight), op(B) = B^T; false: B is [K,N].
+// A and B share one storage type (F32, F16 or BF16); C is that type or F32. Accumulation is
+// always fp32 (CUBLAS_COMPUTE_32F: no TF32 for F32 inputs, so F32 matches the CPU to ~1e-6).
+// The bias runs as cuBLASLt's BIAS epilogue. Its GELU epilogue is NOT used: PyTorch and XLA fuse
+// only the tanh-approximate GELU into it, and the model needs the exact erf GELU
+// (kernels::cuda::gelu_erf); whether it matches erf to 1e-4 was not measured here.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <tuple>
+
+#include "tensor/dtype.h"
+
+namespace rexnlu::backends::cuda {
+
+struct GemmArgs {
+  bool trans_b = true;
+  int M = 0, N = 0, K = 0;
+  float alpha = 1.0f, beta = 0.0f;
+  const void* A = nullptr;  // [M, K], row stride lda
+  int lda = 0;
+  const void* B = nullptr;  // [N, K] (trans_b) or [K, N], row stride ldb
+  int ldb = 0;
+  DType ab_type = DType::kF32;
+  void* C = nullptr;  // [M, N], row stride ldc
+  int ldc = 0;
+  DType c_type = DType::kF32;
+  const void* bias = nullptr;  // [N] of c_type, or null
+};
+
+// One cuBLASLt handle with a cache of matmul plans (descriptors + the heuristic's algorithm)
+// keyed by shape, types, strides and pointer alignment. Not thread-safe: one per stream.
+class Blas {
+ public:
+  Blas();
+  ~Blas();
+  Blas(const Blas&) = delete;
+  Blas& operator=(const Blas&) = delete;
+
+  // Enqueues the product on `stream`; `workspace` (device, may be null with bytes 0) is
+  // cuBLASLt's scratch, 32 MiB is plenty on Hopper. Throws rexnlu::Error (kInternal) on bad
+  // arguments or when cuBLASLt has no algorithm for them.
+  void gemm(const GemmArgs& args, void* workspace, size_t workspace_bytes, cudaStream_t stream);
+
+  size_t cached_plans() const { return plans_.size(); }
+
+ private:
+  struct Plan;
+  using Key = std::tuple<int, int, int, int, int, int, int, int, int, int, int, size_t, int, int, int>;
+  void* handle_ = nullptr;  // cublasLtHandle_t
+  std::map<Key, std::unique_ptr<Plan>> plans_;
+};
+
+}  // namespace rexnlu::backends::cuda

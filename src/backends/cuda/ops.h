@@ -1,0 +1,97 @@
+// The CUDA ops, each with the semantics of its CPU twin in src/kernels/*.h (tested against it
+// in tests/cuda). All pointers are device pointers; work is enqueued on `stream`, nothing is
+// allocated or synchronized. "type" is the storage type (F32, F16 or BF16) of the activations;
+// arithmetic, layer-norm statistics, softmax and link scores are fp32.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "backends/cuda/common.h"
+
+namespace rexnlu::backends::cuda {
+
+// kernels::cpu::layer_norm: y[r] = LN(x[r] + residual[r]) * gamma + beta (residual may be null;
+// y may alias x or residual), rows of `cols` contiguous values, two-pass fp32 statistics.
+void layer_norm(DType type, const void* x, const void* residual, const float* gamma, const float* beta, float eps,
+                int rows, int cols, void* y, cudaStream_t stream);
+
+// kernels::cpu::masked_softmax (XSoftmax), in place on fp32 scores.
+void masked_softmax(float* scores, int rows, int cols, int ld, const uint8_t* mask, int ld_mask,
+                    cudaStream_t stream);
+
+// kernels::cpu::gelu_erf, in place on n values.
+void gelu_erf(DType type, void* x, size_t n, cudaStream_t stream);
+
+// kernels::cpu::rotary_interleaved, in place on fp32 x[rows, dim] (row stride ld); theta in
+// double as on the CPU.
+void rotary_interleaved(float* x, int rows, int dim, int ld, const int32_t* positions, const float* freqs,
+                        cudaStream_t stream);
+
+// kernels::cpu::conv1d_k3 over every sequence of a packed batch. The three taps are ONE product
+// first: taps = x · packed^T with packed = pack_conv1d_k3_weight(...) as a [3*out, in] weight
+// (kernels::cuda::Blas::gemm, no bias), giving taps[rows, 3*out] of `type` with column k*out+o
+// holding tap k. This kernel adds them up with the sequence-local zero padding:
+//   y[t,o] = bias[o] + taps[t,out+o] + taps[t-1,o] (t-1 in t's sequence) + taps[t+1,2out+o] (t+1 too)
+// bias (fp32) may be null; y is of `type`, row stride out.
+void conv1d_k3_combine(DType type, const void* taps, const DeviceBatch& batch, int out, const float* bias, void* y,
+                       cudaStream_t stream);
+
+// DeBERTa-v2 disentangled attention (kernels::cpu::disentangled_attention) for every sequence
+// and head of a packed batch in ONE launch, fused: the c2p and p2c terms are computed inside the
+// kernel from the Qr/Kr rows a query tile and key chunk need and gathered there; scores never
+// leave shared memory (no L x L or L x 2k tensor in global memory).
+struct AttentionArgs {
+  DType type = DType::kF32;  // of q, k, v, q_rel, k_rel, out
+  DeviceBatch batch;
+  int num_heads = 0;
+  int head_dim = 0;  // 16, 32, 64 or 128
+  const void* q = nullptr;  // [rows, heads*head_dim], row stride ld_qkv (k and v likewise)
+  const void* k = nullptr;
+  const void* v = nullptr;
+  int ld_qkv = 0;
+  const void* q_rel = nullptr;  // Qr [rel_rows, heads*head_dim], row stride ld_rel
+  const void* k_rel = nullptr;  // Kr
+  int ld_rel = 0;
+  int rel_rows = 0;    // 2 * position_buckets; idx(i,j) = clamp(pos_i - pos_j + rel_rows/2, 0, rel_rows-1)
+  float scale = 1.0f;  // float32(sqrt(head_dim * 3))
+  void* out = nullptr;  // [rows, heads*head_dim], row stride ld_out
+  int ld_out = 0;
+};
+// q, k, v, q_rel, k_rel and their row strides must be 16-byte aligned (the encoder's fused
+// buffers are). Throws rexnlu::Error (kInternal) otherwise, for an unsupported head_dim, or when
+// the longest sequence needs more shared memory than the device has: the score rows take
+// 8 x L floats, so at head_dim 64 L = 512 needs 60 KB (fits sm_75's 64 KB), larger L needs sm_80+.
+void disentangled_attention(const AttentionArgs& args, cudaStream_t stream);
+
+// The link head's scores (as models::RexLinkHead computes them): Z_b = q_b · k_b^T per sequence, fp32, with
+// q and k the rotary-applied rows of the packed batch (row stride ld, `dim` columns).
+// Every entry with Z > threshold is appended to `links` (at most `capacity`; `count` receives the
+// total, which may exceed capacity) in no particular order: fetch_links() copies back and sorts.
+// z_out (nullable) receives every Z: sequence b's L*L matrix at z_out + batch.mask_offsets[b].
+struct Link {
+  int32_t sequence, row, col;
+  float logit;
+};
+struct LinkScoresArgs {
+  DeviceBatch batch;
+  const float* q = nullptr;
+  const float* k = nullptr;
+  int ld = 0;
+  int dim = 0;
+  float threshold = 0.0f;
+  Link* links = nullptr;
+  int capacity = 0;
+  int* count = nullptr;   // device int, zeroed by link_scores before the scores kernel
+  float* z_out = nullptr;
+};
+void link_scores(const LinkScoresArgs& args, cudaStream_t stream);
+// Copies the links of the last link_scores(args) back (synchronizes `stream`), sorted by
+// sequence, row, col (the order decoding reads them). Throws rexnlu::Error (kInternal) when
+// more than args.capacity were found (the caller retries with a larger buffer).
+std::vector<Link> fetch_links(const LinkScoresArgs& args, cudaStream_t stream);
+
+}  // namespace rexnlu::backends::cuda

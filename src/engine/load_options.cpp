@@ -1,0 +1,38 @@
+#include "rexnlu/load_options.h"
+
+namespace rexnlu {
+
+std::string_view device_name(Device d) {
+  switch (d) {
+    case Device::kCpu: return "cpu";
+    case Device::kCuda: return "cuda";
+  }
+  return "?";
+}
+
+std::string_view precision_name(Precision p) {
+  switch (p) {
+    case Precision::kFloat32: return "fp32";
+    case Precision::kFloat16: return "fp16";
+    case Precision::kBFloat16: return "bf16";
+    case Precision::kInt8: return "int8";
+  }
+  return "?";
+}
+
+std::optional<Device> parse_device(std::string_view name) {
+  for (Device d : {Device::kCpu, Device::kCuda})
+    if (name == device_name(d)) return d;
+  return std::nullopt;
+}
+
+std::optional<Precision> parse_precision(std::string_view name) {
+  if (name == "float32") return Precision::kFloat32;
+  if (name == "float16") return Precision::kFloat16;
+  if (name == "bfloat16") return Precision::kBFloat16;
+  for (Precision p : {Precision::kFloat32, Precision::kFloat16, Precision::kBFloat16, Precision::kInt8})
+    if (name == precision_name(p)) return p;
+  return std::nullopt;
+}
+
+}  // namespace rexnlu

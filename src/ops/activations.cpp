@@ -1,0 +1,20 @@
+#include "ops/activations.h"
+
+#include "backends/cpu/activations.h"
+#include "ops/check.h"
+
+namespace rexnlu::ops {
+
+void gelu_erf(backends::Backend& be, TensorRef x) {
+  constexpr const char* op = "gelu_erf";
+  detail::expect_vector(op, "x", x, DType::kF32, x.numel(), be);
+  switch (be.device()) {
+    case Device::kCpu:
+      backends::cpu::gelu_erf(x.f32(), static_cast<size_t>(x.numel()));
+      return;
+    default:
+      detail::no_kernel(op, be);
+  }
+}
+
+}  // namespace rexnlu::ops

@@ -1,0 +1,55 @@
+#include "ops/attention.h"
+
+#include "backends/cpu/disentangled_attention.h"
+#include "ops/check.h"
+
+namespace rexnlu::ops {
+
+using detail::to_int;
+
+void disentangled_attention(backends::Backend& be, const DisentangledAttention& a) {
+  constexpr const char* op = "disentangled_attention";
+  const int64_t L = a.q.rows(), width = a.q.cols(), rel_rows = a.q_rel.rows();
+  for (auto [name, t] : {std::pair{"q", a.q}, {"k", a.k}, {"v", a.v}, {"q_rel", a.q_rel}, {"k_rel", a.k_rel}})
+    detail::expect_matrix(op, name, t, DType::kF32, be);
+  detail::expect_matrix(op, "out", a.out, DType::kF32, be);
+  detail::expect(a.k.rows() == L && a.v.rows() == L && a.out.rows() == L && a.k_rel.rows() == rel_rows, op,
+                 "row counts of q, k, v, out or q_rel, k_rel differ");
+  detail::expect(a.k.cols() == width && a.v.cols() == width && a.out.cols() == width && a.q_rel.cols() == width &&
+                     a.k_rel.cols() == width && a.num_heads > 0 && width % a.num_heads == 0,
+                 op, "widths of q, k, v, out, q_rel, k_rel differ or are not a multiple of num_heads");
+  detail::expect(a.q.ld() == a.k.ld() && a.q.ld() == a.v.ld() && a.q_rel.ld() == a.k_rel.ld(), op,
+                 "q, k, v (and q_rel, k_rel) must share a row stride");
+  detail::expect_vector(op, "position_ids", a.position_ids, DType::kI32, L, be);
+  detail::expect_vector(op, "mask", a.mask, DType::kU8, L * L, be);
+  switch (be.device()) {
+    case Device::kCpu: {
+      const Workspace::Frame frame(be.workspace());
+      backends::cpu::DisentangledAttentionArgs c;
+      c.length = to_int(L);
+      c.num_heads = a.num_heads;
+      c.head_dim = to_int(width / a.num_heads);
+      c.q = a.q.f32();
+      c.k = a.k.f32();
+      c.v = a.v.f32();
+      c.ld_qkv = to_int(a.q.ld());
+      c.q_rel = a.q_rel.f32();
+      c.k_rel = a.k_rel.f32();
+      c.ld_rel = to_int(a.q_rel.ld());
+      c.rel_rows = to_int(rel_rows);
+      c.position_ids = a.position_ids.i32();
+      c.mask = a.mask.u8();
+      c.scale = a.scale;
+      c.out = a.out.f32();
+      c.ld_out = to_int(a.out.ld());
+      c.scratch_floats = backends::cpu::disentangled_attention_scratch_floats(c.length, c.rel_rows);
+      c.scratch = be.workspace().alloc<float>(c.scratch_floats);
+      backends::cpu::disentangled_attention(c);
+      return;
+    }
+    default:
+      detail::no_kernel(op, be);
+  }
+}
+
+}  // namespace rexnlu::ops

@@ -1,0 +1,24 @@
+// Conv1d with kernel 3, padding 1 (zeros outside the sequence), stride 1, one group, as
+// DeBERTa-v2's ConvLayer uses it along the token axis.
+#pragma once
+
+#include <vector>
+
+#include "backends/backend.h"
+#include "tensor/tensor.h"
+
+namespace rexnlu::ops {
+
+// The weights as three [out, in] tap matrices: tap k multiplies token t + k - 1.
+struct Conv1dK3Weights {
+  Tensor taps;  // F32 [3, out, in]
+  Tensor bias;  // F32 [out]; may be empty
+};
+
+// torch's Conv1d weight [out, in, 3] (host) -> the taps layout above (host).
+std::vector<float> conv1d_k3_taps(const float* torch_weight, int64_t out, int64_t in);
+
+// y [L, out] = conv(x [L, in]) over ONE sequence of L tokens (contiguous rows).
+void conv1d_k3(backends::Backend& be, ConstTensorRef x, const Conv1dK3Weights& w, TensorRef y);
+
+}  // namespace rexnlu::ops

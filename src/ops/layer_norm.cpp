@@ -1,0 +1,27 @@
+#include "ops/layer_norm.h"
+
+#include "backends/cpu/layer_norm.h"
+#include "ops/check.h"
+
+namespace rexnlu::ops {
+
+void layer_norm(backends::Backend& be, ConstTensorRef x, ConstTensorRef residual, const LayerNormWeights& w,
+                TensorRef y) {
+  constexpr const char* op = "layer_norm";
+  const int64_t rows = y.rows(), cols = y.cols();
+  detail::expect_vector(op, "x", x, DType::kF32, rows * cols, be);
+  if (!residual.empty()) detail::expect_vector(op, "residual", residual, DType::kF32, rows * cols, be);
+  detail::expect_vector(op, "y", y, DType::kF32, rows * cols, be);
+  detail::expect_vector(op, "gamma", w.gamma, DType::kF32, cols, be);
+  detail::expect_vector(op, "beta", w.beta, DType::kF32, cols, be);
+  switch (be.device()) {
+    case Device::kCpu:
+      backends::cpu::layer_norm(x.f32(), residual.empty() ? nullptr : residual.f32(), w.gamma.ref().f32(),
+                                w.beta.ref().f32(), w.eps, detail::to_int(rows), detail::to_int(cols), y.f32());
+      return;
+    default:
+      detail::no_kernel(op, be);
+  }
+}
+
+}  // namespace rexnlu::ops

@@ -1,0 +1,54 @@
+// Tensors that own their memory on a backend's device (weights, constants computed at load),
+// and the weight handles the network code holds. A backend allocates them (Backend::alloc_tensor,
+// Backend::make_linear), so it decides where they live and how a layer's weights are laid out.
+#pragma once
+
+#include <memory>
+#include <utility>
+
+#include "tensor/tensor_ref.h"
+
+namespace rexnlu {
+
+class Tensor {
+ public:
+  Tensor() = default;
+  // `storage` keeps the memory `ref` points into alive (shared by slices).
+  Tensor(std::shared_ptr<void> storage, TensorRef ref) : storage_(std::move(storage)), ref_(ref) {}
+
+  bool empty() const { return ref_.empty(); }
+  ConstTensorRef ref() const { return ref_; }
+  operator ConstTensorRef() const { return ref_; }  // NOLINT(google-explicit-constructor)
+  TensorRef mutable_ref() { return ref_; }
+  // Rows [first, first + count) of dimension 0, sharing the memory.
+  Tensor slice(int64_t first, int64_t count) const { return Tensor(storage_, ref_.slice(first, count)); }
+
+ private:
+  std::shared_ptr<void> storage_;
+  TensorRef ref_;
+};
+
+// The weights of y = x W^T + b (nn.Linear, W = [out, in]) in the layout the backend chose at load
+// for the requested precision: F32 [out, in] now; an int8 W comes with a per-output-channel
+// `scale` [out], F16/BF16 W with none. ops::linear reads whichever layout it finds.
+struct Linear {
+  Tensor weight;
+  Tensor bias;   // [out], F32; may be empty
+  Tensor scale;  // [out], F32; only for integer weights
+
+  int64_t out_features() const { return weight.ref().shape[0]; }
+  int64_t in_features() const { return weight.ref().cols(); }
+  // Output channels [first, first + count) (e.g. q|k of a fused q|k|v layer).
+  Linear out_slice(int64_t first, int64_t count) const {
+    return Linear{weight.slice(first, count), bias.empty() ? Tensor() : bias.slice(first, count),
+                  scale.empty() ? Tensor() : scale.slice(first, count)};
+  }
+};
+
+// LayerNorm(x) * gamma + beta over the last dimension.
+struct LayerNormWeights {
+  Tensor gamma, beta;  // [width], F32
+  float eps = 1e-7f;
+};
+
+}  // namespace rexnlu

@@ -1,0 +1,191 @@
+// What is particular to the CPU backend: its kernels' threading, the masked softmax and the
+// vector math inside the attention and GELU kernels, the attention's scratch check, and the
+// workspace. The ops themselves are tested on every backend in tests/ops.
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "backends/cpu/disentangled_attention.h"
+#include "backends/cpu/gemm.h"
+#include "backends/cpu/softmax.h"
+#include "backends/cpu/vec_math.h"
+#include "rexnlu/error.h"
+#include "tensor/workspace.h"
+
+namespace rexnlu::backends::cpu {
+namespace {
+
+std::vector<float> random_vec(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+void expect_close(const std::vector<float>& got, const std::vector<double>& want, double tol) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_NEAR(got[i], want[i], tol * std::max(1.0, std::abs(want[i]))) << "at index " << i;
+}
+
+// C = alpha * A · op(B) + beta * C, all row-major with explicit leading dims.
+std::vector<double> gemm_ref(bool trans_b, int M, int N, int K, float alpha, const std::vector<float>& A,
+                             int lda, const std::vector<float>& B, int ldb, float beta,
+                             const std::vector<float>& C, int ldc) {
+  std::vector<double> out(C.begin(), C.end());
+  for (int m = 0; m < M; ++m)
+    for (int n = 0; n < N; ++n) {
+      double s = 0;
+      for (int k = 0; k < K; ++k)
+        s += double(A[m * lda + k]) * (trans_b ? B[n * ldb + k] : B[k * ldb + n]);
+      out[m * ldc + n] = alpha * s + beta * double(C[m * ldc + n]);
+    }
+  return out;
+}
+
+TEST(Gemm, InsideParallelRegionEachThreadComputesItsOwnProduct) {
+  const int M = 150, N = 200, K = 80;
+  auto A = random_vec(size_t(M) * K, 4), B = random_vec(size_t(N) * K, 5);
+  std::vector<float> zero(size_t(M) * N, 0.0f);
+  auto want = gemm_ref(true, M, N, K, 1.0f, A, K, B, K, 0.0f, zero, N);
+  std::vector<std::vector<float>> outs(4, zero);
+#pragma omp parallel for num_threads(2)
+  for (int t = 0; t < 4; ++t) gemm(true, M, N, K, 1.0f, A.data(), K, B.data(), K, 0.0f, outs[t].data(), N);
+  for (const auto& o : outs) expect_close(o, want, 1e-5);
+}
+
+TEST(MaskedSoftmax, MatchesXSoftmaxIncludingFullyMaskedRows) {
+  const int rows = 4, cols = 37, ld = 40;
+  auto s = random_vec(size_t(rows) * ld, 13, -30, 30);
+  std::vector<uint8_t> mask(size_t(rows) * cols, 1);
+  for (int c = 0; c < cols; c += 3) mask[1 * cols + c] = 0;  // row 1: some masked
+  for (int c = 0; c < cols; ++c) mask[2 * cols + c] = 0;      // row 2: fully masked
+  for (int c = 1; c < cols; ++c) mask[3 * cols + c] = 0;      // row 3: one kept
+  std::vector<double> want(s.begin(), s.end());
+  for (int r = 0; r < rows; ++r) {
+    // XSoftmax: masked -> finfo.min, softmax, masked -> 0.
+    std::vector<double> v(cols);
+    double mx = -std::numeric_limits<double>::infinity(), sum = 0;
+    for (int c = 0; c < cols; ++c) {
+      v[c] = mask[r * cols + c] ? s[r * ld + c] : double(std::numeric_limits<float>::lowest());
+      mx = std::max(mx, v[c]);
+    }
+    for (int c = 0; c < cols; ++c) sum += std::exp(v[c] - mx);
+    for (int c = 0; c < cols; ++c) want[r * ld + c] = mask[r * cols + c] ? std::exp(v[c] - mx) / sum : 0.0;
+  }
+  masked_softmax(s.data(), rows, cols, ld, mask.data(), cols);
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < cols; ++c) ASSERT_NEAR(s[r * ld + c], want[r * ld + c], 1e-6) << r << "," << c;
+  for (int c = 0; c < cols; ++c) EXPECT_EQ(s[2 * ld + c], 0.0f);
+  EXPECT_NEAR(s[3 * ld + 0], 1.0f, 1e-7);
+}
+
+TEST(VecMath, FastExpAndErfMatchLibm) {
+  for (float x = -87.0f; x <= 88.0f; x += 0.01f)
+    ASSERT_NEAR(fast_exp(x) / std::exp(double(x)), 1.0, 1e-6) << "exp(" << x << ")";
+  EXPECT_LT(fast_exp(-1000.0f), 1e-37f);
+  for (float x = -6.0f; x <= 6.0f; x += 0.001f)
+    ASSERT_NEAR(fast_erf(x), std::erf(double(x)), 5e-7) << "erf(" << x << ")";
+}
+
+// The scratch the caller passes is checked, never overrun (the op allocates it from the workspace).
+TEST(DisentangledAttention, TooSmallScratchIsRefused) {
+  const int L = 5, heads = 2, d = 4, HD = heads * d, rel_rows = 8;
+  auto qkv = random_vec(size_t(L) * 3 * HD, 19), rel = random_vec(size_t(rel_rows) * 2 * HD, 20);
+  const std::vector<int32_t> pos = {0, 1, 2, 3, 4};
+  const std::vector<uint8_t> mask(size_t(L) * L, 1);
+  DisentangledAttentionArgs a;
+  a.length = L; a.num_heads = heads; a.head_dim = d;
+  a.q = qkv.data(); a.k = qkv.data() + HD; a.v = qkv.data() + 2 * HD; a.ld_qkv = 3 * HD;
+  a.q_rel = rel.data(); a.k_rel = rel.data() + HD; a.ld_rel = 2 * HD; a.rel_rows = rel_rows;
+  a.position_ids = pos.data(); a.mask = mask.data(); a.scale = 1.0f;
+  std::vector<float> out(size_t(L) * HD);
+  a.out = out.data(); a.ld_out = HD;
+  std::vector<float> scratch(disentangled_attention_scratch_floats(L, rel_rows));
+  a.scratch = scratch.data();
+  a.scratch_floats = scratch.size();
+  EXPECT_NO_THROW(disentangled_attention(a));
+  a.scratch_floats = 10;  // too small: refused, not overrun
+  EXPECT_THROW(disentangled_attention(a), Error);
+}
+
+TEST(WorkspaceArena, SteadyStateReusesOneBlock) {
+  Workspace ws;
+  for (int pass = 0; pass < 3; ++pass) {
+    ws.reset();
+    float* a = ws.alloc<float>(1000);
+    float* b = ws.alloc<float>(5000);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(a) % 64, 0u);
+    EXPECT_TRUE(b >= a + 1000 || b + 5000 <= a) << "buffers overlap";  // the first pass may put b in a second block
+    a[999] = 1.0f;
+    b[4999] = 2.0f;
+  }
+  EXPECT_EQ(ws.block_count(), 1);
+  const size_t cap = ws.capacity_bytes();
+  ws.reset();
+  ws.alloc<float>(1000);
+  EXPECT_EQ(ws.capacity_bytes(), cap);
+}
+
+TEST(WorkspaceArena, FrameReleasesItsBuffers) {
+  // Sizes are multiples of 16 floats (the 64-byte alignment), so offsets are exact.
+  Workspace ws;
+  for (int pass = 0; pass < 2; ++pass) {
+    ws.reset();
+    float* keep = ws.alloc<float>(112);
+    keep[0] = 7.0f;
+    float* first = nullptr;
+    for (int layer = 0; layer < 4; ++layer) {
+      const Workspace::Frame frame(ws);
+      float* a = ws.alloc<float>(1024);
+      {
+        const Workspace::Frame inner(ws);
+        ws.alloc<float>(3072)[3071] = 1.0f;
+      }
+      float* b = ws.alloc<float>(2048);
+      a[1023] = b[2047] = 1.0f;
+      if (layer == 0) first = a;
+      if (pass == 1) {  // steady state: one block, used like a stack
+        EXPECT_EQ(a, keep + 112);
+        EXPECT_EQ(b, a + 1024);  // the inner frame's 3072 floats were given back
+        EXPECT_EQ(a, first);     // every layer reuses the same memory
+      }
+    }
+    EXPECT_EQ(keep[0], 7.0f);
+    EXPECT_EQ(ws.used_bytes(), 112 * sizeof(float));
+  }
+  EXPECT_EQ(ws.block_count(), 1);
+  // Peak: 112 + 1024 + 3072 floats (one layer with its inner frame), not 4 layers' worth.
+  EXPECT_EQ(ws.capacity_bytes(), (112 + 1024 + 3072) * sizeof(float));
+}
+
+TEST(WorkspaceArena, FrameAcrossAGrowingBlock) {
+  Workspace ws;
+  ws.reset();
+  ws.alloc<float>(10);
+  float* grown = nullptr;
+  for (int layer = 0; layer < 5; ++layer) {  // a first pass larger than any before
+    const Workspace::Frame frame(ws);
+    float* a = ws.alloc<float>(100000);  // does not fit the first block: a second one is added
+    float* b = ws.alloc<float>(100000);  // nor the rest of the second: a third
+    if (layer == 0) grown = a;
+    EXPECT_EQ(a, grown);  // later layers reuse the blocks the first one added
+    a[99999] = b[99999] = 1.0f;
+    EXPECT_EQ(ws.block_count(), 3);
+  }
+  EXPECT_EQ(ws.used_bytes(), 64u);  // 10 floats rounded up to a cache line
+  float* p = ws.alloc<float>(50);
+  p[49] = 1.0f;
+  ws.reset();
+  EXPECT_EQ(ws.block_count(), 1);
+  EXPECT_EQ(ws.capacity_bytes(), 64 + 200000 * sizeof(float));
+}
+
+}  // namespace
+}  // namespace rexnlu::backends::cpu

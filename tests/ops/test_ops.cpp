@@ -1,0 +1,328 @@
+// Every op on every backend this build has (backends::available_devices()), against plain
+// reference loops in double precision: a new backend (CUDA) or weight precision is tested by
+// the same cases as the CPU. Inputs are made on the host and copied to the backend's device;
+// results are copied back before they are compared.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backends/backend.h"
+#include "ops/activations.h"
+#include "ops/attention.h"
+#include "ops/conv1d.h"
+#include "ops/layer_norm.h"
+#include "ops/linear.h"
+#include "ops/rotary.h"
+#include "ops/tensor_ops.h"
+#include "rexnlu/error.h"
+
+namespace rexnlu::ops {
+namespace {
+
+std::vector<float> random_vec(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+void expect_close(const std::vector<float>& got, const std::vector<double>& want, double tol) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_NEAR(got[i], want[i], tol * std::max(1.0, std::abs(want[i]))) << "at index " << i;
+}
+
+class OpsTest : public ::testing::TestWithParam<Device> {
+ protected:
+  void SetUp() override {
+    be_ = backends::make_backend(LoadOptions{GetParam(), Precision::kFloat32, 0});
+    be_->begin_pass();
+  }
+  backends::Backend& be() { return *be_; }
+
+  // Host data on the device, shaped.
+  template <typename T>
+  Tensor on_device(const std::vector<T>& host, std::initializer_list<int64_t> shape) {
+    auto ref = host_ref(host.data(), shape);
+    EXPECT_EQ(ref.numel(), static_cast<int64_t>(host.size()));
+    return be().copy_of(ref);
+  }
+  // A device tensor back on the host.
+  std::vector<float> on_host(ConstTensorRef t) {
+    std::vector<float> out(static_cast<size_t>(t.numel()));
+    TensorRef host = host_ref(out.data(), {t.numel()});
+    ConstTensorRef flat = t;
+    flat.rank = 1;
+    flat.shape[0] = t.numel();
+    flat.strides[0] = 1;
+    be().download(flat, host);
+    return out;
+  }
+  Linear make_linear(const std::vector<float>& w, const std::vector<float>& b, int64_t out, int64_t in) {
+    return be().make_linear(host_ref(w.data(), {out, in}), b.empty() ? ConstTensorRef() : host_ref(b.data(), {out}));
+  }
+
+ private:
+  std::unique_ptr<backends::Backend> be_;
+};
+
+// C = alpha * A · op(B) + beta * C, all row-major with explicit leading dims.
+std::vector<double> gemm_ref(bool trans_b, int M, int N, int K, float alpha, const std::vector<float>& A, int lda,
+                             const std::vector<float>& B, int ldb, float beta, const std::vector<float>& C, int ldc) {
+  std::vector<double> out(C.begin(), C.end());
+  for (int m = 0; m < M; ++m)
+    for (int n = 0; n < N; ++n) {
+      double s = 0;
+      for (int k = 0; k < K; ++k) s += double(A[m * lda + k]) * (trans_b ? B[n * ldb + k] : B[k * ldb + n]);
+      out[m * ldc + n] = alpha * s + beta * double(C[m * ldc + n]);
+    }
+  return out;
+}
+
+TEST_P(OpsTest, GemmMatchesReferenceLoopForBothLayoutsAndStrides) {
+  // Sizes straddle the threading threshold and the 16-column split; leading dims exceed widths.
+  for (auto [M, N, K] : {std::tuple{1, 1, 1}, {3, 5, 7}, {37, 130, 64}, {200, 300, 96}}) {
+    for (bool trans_b : {true, false}) {
+      const int lda = K + 3, ldb = (trans_b ? K : N) + 2, ldc = N + 5, brows = trans_b ? N : K;
+      auto A = random_vec(size_t(M) * lda, 1), B = random_vec(size_t(brows) * ldb, 2);
+      auto C = random_vec(size_t(M) * ldc, 3);
+      auto want = gemm_ref(trans_b, M, N, K, 0.5f, A, lda, B, ldb, 2.0f, C, ldc);
+      Tensor a = on_device(A, {M, lda}), b = on_device(B, {brows, ldb}), c = on_device(C, {M, ldc});
+      gemm(be(), a.ref().columns(0, K), b.ref().columns(0, trans_b ? K : N), trans_b, 0.5f, 2.0f,
+           c.mutable_ref().columns(0, N));
+      expect_close(on_host(c), want, 1e-5);
+    }
+  }
+}
+
+TEST_P(OpsTest, LinearAddsBiasAndWritesIntoWiderRows) {
+  const int rows = 9, in = 33, out = 70, ldy = 100;
+  auto x = random_vec(size_t(rows) * in, 6), w = random_vec(size_t(out) * in, 7), b = random_vec(out, 8);
+  Tensor y = on_device(std::vector<float>(size_t(rows) * ldy, 42.0f), {rows, ldy});
+  linear(be(), on_device(x, {rows, in}), make_linear(w, b, out, in), y.mutable_ref().columns(0, out));
+  const std::vector<float> got = on_host(y);
+  for (int r = 0; r < rows; ++r) {
+    for (int o = 0; o < out; ++o) {
+      double s = b[o];
+      for (int i = 0; i < in; ++i) s += double(x[r * in + i]) * w[o * in + i];
+      ASSERT_NEAR(got[r * ldy + o], s, 1e-5);
+    }
+    for (int o = out; o < ldy; ++o) ASSERT_EQ(got[r * ldy + o], 42.0f) << "wrote past the output width";
+  }
+}
+
+TEST_P(OpsTest, LinearOutSliceUsesTheFirstOutputs) {
+  const int rows = 4, in = 16, out = 48;
+  auto x = random_vec(size_t(rows) * in, 30), w = random_vec(size_t(out) * in, 31), b = random_vec(out, 32);
+  const Linear full = make_linear(w, b, out, in);
+  Tensor y = be().alloc_tensor(DType::kF32, {rows, 16});
+  linear(be(), on_device(x, {rows, in}), full.out_slice(16, 16), y.mutable_ref());
+  const std::vector<float> got = on_host(y);
+  for (int r = 0; r < rows; ++r)
+    for (int o = 0; o < 16; ++o) {
+      double s = b[16 + o];
+      for (int i = 0; i < in; ++i) s += double(x[r * in + i]) * w[(16 + o) * in + i];
+      ASSERT_NEAR(got[r * 16 + o], s, 1e-5);
+    }
+}
+
+TEST_P(OpsTest, LayerNormBiasedVarianceWithResidualAndInPlace) {
+  const int rows = 7, cols = 768;
+  const float eps = 1e-7f;
+  auto x = random_vec(size_t(rows) * cols, 9, -3, 5), res = random_vec(size_t(rows) * cols, 10);
+  auto g = random_vec(cols, 11, 0.5f, 1.5f), b = random_vec(cols, 12);
+  std::vector<double> want(x.size());
+  for (int r = 0; r < rows; ++r) {
+    double mean = 0, var = 0;
+    for (int c = 0; c < cols; ++c) mean += double(x[r * cols + c]) + res[r * cols + c];
+    mean /= cols;
+    for (int c = 0; c < cols; ++c) {
+      const double d = double(x[r * cols + c]) + res[r * cols + c] - mean;
+      var += d * d;
+    }
+    var /= cols;  // biased, as torch.nn.LayerNorm
+    for (int c = 0; c < cols; ++c)
+      want[r * cols + c] = (double(x[r * cols + c]) + res[r * cols + c] - mean) / std::sqrt(var + eps) * g[c] + b[c];
+  }
+  Tensor xd = on_device(x, {rows, cols});
+  const LayerNormWeights w{on_device(g, {cols}), on_device(b, {cols}), eps};
+  layer_norm(be(), xd, on_device(res, {rows, cols}), w, xd.mutable_ref());  // in place
+  expect_close(on_host(xd), want, 2e-5);
+}
+
+TEST_P(OpsTest, GeluErfMatchesExactFormula) {
+  auto x = random_vec(10007, 14, -8, 8);
+  std::vector<double> want(x.size());
+  for (size_t i = 0; i < x.size(); ++i) want[i] = 0.5 * x[i] * (1.0 + std::erf(x[i] / std::sqrt(2.0)));
+  Tensor xd = on_device(x, {int64_t(x.size())});
+  gelu_erf(be(), xd.mutable_ref());
+  expect_close(on_host(xd), want, 1e-6);
+}
+
+TEST_P(OpsTest, RotaryRotatesAdjacentPairsByPositionTimesFrequency) {
+  const int rows = 5, dim = 16, ld = 20;
+  auto x = random_vec(size_t(rows) * ld, 15);
+  const std::vector<int32_t> pos = {0, 1, 7, 100, 511};
+  std::vector<float> freqs(dim / 2);
+  for (int m = 0; m < dim / 2; ++m) freqs[m] = float(1.0 / std::pow(10000.0, 2.0 * m / dim));
+  std::vector<double> want(x.begin(), x.end());
+  for (int r = 0; r < rows; ++r)
+    for (int m = 0; m < dim / 2; ++m) {
+      const double th = pos[r] * double(freqs[m]);
+      const double a = x[r * ld + 2 * m], b = x[r * ld + 2 * m + 1];
+      want[r * ld + 2 * m] = a * std::cos(th) - b * std::sin(th);
+      want[r * ld + 2 * m + 1] = b * std::cos(th) + a * std::sin(th);
+    }
+  Tensor xd = on_device(x, {rows, ld});
+  rotary_interleaved(be(), xd.mutable_ref().columns(0, dim), on_device(pos, {rows}), on_device(freqs, {dim / 2}));
+  expect_close(on_host(xd), want, 1e-6);  // also checks the 4 padding columns per row are untouched
+}
+
+TEST_P(OpsTest, Conv1dK3MatchesTorchConv1dWithZeroPadding) {
+  for (int L : {1, 2, 9}) {
+    const int in = 6, out = 5;
+    auto x = random_vec(size_t(L) * in, 16), w = random_vec(size_t(out) * in * 3, 17), b = random_vec(out, 18);
+    std::vector<double> want(size_t(L) * out);
+    for (int t = 0; t < L; ++t)
+      for (int o = 0; o < out; ++o) {
+        double s = b[o];
+        for (int k = 0; k < 3; ++k) {
+          const int src = t + k - 1;
+          if (src < 0 || src >= L) continue;
+          for (int i = 0; i < in; ++i) s += double(w[(o * in + i) * 3 + k]) * x[src * in + i];
+        }
+        want[t * out + o] = s;
+      }
+    const Conv1dK3Weights weights{on_device(conv1d_k3_taps(w.data(), out, in), {3, out, in}), on_device(b, {out})};
+    Tensor y = be().alloc_tensor(DType::kF32, {L, out});
+    conv1d_k3(be(), on_device(x, {L, in}), weights, y.mutable_ref());
+    expect_close(on_host(y), want, 1e-5);
+  }
+}
+
+// The attention written as literally as the spec: per head, per pair, gather the Kr/Qr row.
+TEST_P(OpsTest, DisentangledAttentionMatchesPerPairReference) {
+  const int L = 23, heads = 3, d = 8, HD = heads * d, rel_rows = 16;  // small span: clamping is exercised
+  auto qkv = random_vec(size_t(L) * 3 * HD, 19), rel = random_vec(size_t(rel_rows) * 2 * HD, 20);
+  std::vector<int32_t> pos(L);
+  for (int i = 0; i < L; ++i) pos[i] = (i < 5) ? i : 2 + (i * 7) % 13;  // non-monotonic custom ids
+  std::vector<uint8_t> mask(size_t(L) * L);
+  std::mt19937 rng(21);
+  for (auto& m : mask) m = (rng() % 4) != 0;
+  for (int j = 0; j < L; ++j) mask[4 * L + j] = 0;  // one fully masked row
+  const float scale = std::sqrt(float(d) * 3.0f);
+
+  std::vector<double> want(size_t(L) * HD, 0.0);
+  for (int h = 0; h < heads; ++h) {
+    auto Q = [&](int i, int c) { return double(qkv[i * 3 * HD + h * d + c]); };
+    auto K = [&](int i, int c) { return double(qkv[i * 3 * HD + HD + h * d + c]); };
+    auto V = [&](int i, int c) { return double(qkv[i * 3 * HD + 2 * HD + h * d + c]); };
+    auto Qr = [&](int r, int c) { return double(rel[r * 2 * HD + h * d + c]); };
+    auto Kr = [&](int r, int c) { return double(rel[r * 2 * HD + HD + h * d + c]); };
+    for (int i = 0; i < L; ++i) {
+      std::vector<double> s(L);
+      double mx = -1e300;
+      bool any = false;
+      for (int j = 0; j < L; ++j) {
+        const int idx = std::clamp(pos[i] - pos[j] + rel_rows / 2, 0, rel_rows - 1);
+        double qk = 0, c2p = 0, p2c = 0;
+        for (int c = 0; c < d; ++c) {
+          qk += Q(i, c) * K(j, c);
+          c2p += Q(i, c) * Kr(idx, c);
+          p2c += K(j, c) * Qr(idx, c);
+        }
+        s[j] = (qk + c2p + p2c) / scale;
+        if (mask[i * L + j]) {
+          mx = std::max(mx, s[j]);
+          any = true;
+        }
+      }
+      if (!any) continue;
+      double sum = 0;
+      for (int j = 0; j < L; ++j) sum += mask[i * L + j] ? std::exp(s[j] - mx) : 0.0;
+      for (int j = 0; j < L; ++j) {
+        const double p = mask[i * L + j] ? std::exp(s[j] - mx) / sum : 0.0;
+        for (int c = 0; c < d; ++c) want[i * HD + h * d + c] += p * V(j, c);
+      }
+    }
+  }
+  Tensor qkv_d = on_device(qkv, {L, 3 * HD}), rel_d = on_device(rel, {rel_rows, 2 * HD});
+  Tensor pos_d = on_device(pos, {L}), mask_d = on_device(mask, {L, L});
+  Tensor out = on_device(std::vector<float>(size_t(L) * HD, 7.0f), {L, HD});
+  DisentangledAttention a;
+  a.num_heads = heads;
+  a.scale = scale;
+  a.q = qkv_d.ref().columns(0, HD);
+  a.k = qkv_d.ref().columns(HD, HD);
+  a.v = qkv_d.ref().columns(2 * HD, HD);
+  a.q_rel = rel_d.ref().columns(0, HD);
+  a.k_rel = rel_d.ref().columns(HD, HD);
+  a.position_ids = pos_d;
+  a.mask = mask_d;
+  a.out = out.mutable_ref();
+  const size_t used = be().workspace().used_bytes();
+  disentangled_attention(be(), a);
+  EXPECT_EQ(be().workspace().used_bytes(), used) << "the op's scratch was not released";
+  expect_close(on_host(out), want, 1e-5);
+}
+
+TEST_P(OpsTest, EmbeddingCopyAndZeroRows) {
+  const int rows = 10, width = 12;
+  auto table = random_vec(size_t(rows) * width, 40);
+  const std::vector<int32_t> ids = {3, 0, 9, 3};
+  Tensor out = be().alloc_tensor(DType::kF32, {4, width});
+  embedding(be(), on_device(table, {rows, width}), on_device(ids, {4}), out.mutable_ref());
+  Tensor copied = be().alloc_tensor(DType::kF32, {4, width});
+  copy(be(), out, copied.mutable_ref());
+  zero_rows(be(), copied.mutable_ref(), on_device(std::vector<uint8_t>{1, 0, 1, 0}, {4}));
+  const std::vector<float> got = on_host(out), masked = on_host(copied);
+  for (int t = 0; t < 4; ++t)
+    for (int c = 0; c < width; ++c) {
+      ASSERT_EQ(got[t * width + c], table[ids[t] * width + c]);
+      ASSERT_EQ(masked[t * width + c], t % 2 ? 0.0f : got[t * width + c]);
+    }
+}
+
+TEST_P(OpsTest, MismatchedArgumentsAreRefusedNamingTheOp) {
+  Tensor a = be().alloc_tensor(DType::kF32, {4, 8}), b = be().alloc_tensor(DType::kF32, {5, 8});
+  Tensor c = be().alloc_tensor(DType::kF32, {4, 4});
+  try {
+    gemm(be(), a, b, true, 1.0f, 0.0f, c.mutable_ref());  // b has 5 rows, c 4 columns
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInternal);
+    EXPECT_NE(std::string(e.what()).find("gemm"), std::string::npos) << e.what();
+  }
+  Tensor ids = be().alloc_tensor(DType::kF32, {4});  // F32 where I32 is expected
+  EXPECT_THROW(embedding(be(), a, ids, c.mutable_ref()), Error);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllBackends, OpsTest, ::testing::ValuesIn(backends::available_devices()),
+                         [](const ::testing::TestParamInfo<Device>& param) {
+                           return std::string(device_name(param.param));
+                         });
+
+TEST(Backends, UnsupportedDeviceOrPrecisionIsAClearError) {
+  try {
+    backends::make_backend(LoadOptions{Device::kCuda, Precision::kFloat32, 0});
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "device cuda: this build has no CUDA backend");
+  }
+  try {
+    backends::make_backend(LoadOptions{Device::kCpu, Precision::kInt8, 0});
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("precision int8"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace rexnlu::ops
