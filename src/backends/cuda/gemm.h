@@ -1,11 +1,11 @@
-// Matrix products on the GPU through cuBLASLt, row-major like kernels::cpu::gemm:
+// Matrix products on the GPU through cuBLASLt, row-major like backends::cpu::gemm:
 //   C[M,N] = alpha * A[M,K] · op(B) + beta * C (+ bias[N] on every row)
 // trans_b = true: B is [N,K] (nn.Linear weight), op(B) = B^T; false: B is [K,N].
 // A and B share one storage type (F32, F16 or BF16); C is that type or F32. Accumulation is
 // always fp32 (CUBLAS_COMPUTE_32F: no TF32 for F32 inputs, so F32 matches the CPU to ~1e-6).
 // The bias runs as cuBLASLt's BIAS epilogue. Its GELU epilogue is NOT used: PyTorch and XLA fuse
 // only the tanh-approximate GELU into it, and the model needs the exact erf GELU
-// (kernels::cuda::gelu_erf); whether it matches erf to 1e-4 was not measured here.
+// (backends::cuda::gelu_erf); whether it matches erf to 1e-4 was not measured here.
 #pragma once
 
 #include <cuda_runtime_api.h>

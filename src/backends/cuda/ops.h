@@ -14,33 +14,33 @@
 
 namespace rexnlu::backends::cuda {
 
-// kernels::cpu::layer_norm: y[r] = LN(x[r] + residual[r]) * gamma + beta (residual may be null;
+// backends::cpu::layer_norm: y[r] = LN(x[r] + residual[r]) * gamma + beta (residual may be null;
 // y may alias x or residual), rows of `cols` contiguous values, two-pass fp32 statistics.
 void layer_norm(DType type, const void* x, const void* residual, const float* gamma, const float* beta, float eps,
                 int rows, int cols, void* y, cudaStream_t stream);
 
-// kernels::cpu::masked_softmax (XSoftmax), in place on fp32 scores.
+// backends::cpu::masked_softmax (XSoftmax), in place on fp32 scores.
 void masked_softmax(float* scores, int rows, int cols, int ld, const uint8_t* mask, int ld_mask,
                     cudaStream_t stream);
 
-// kernels::cpu::gelu_erf, in place on n values.
+// backends::cpu::gelu_erf, in place on n values.
 void gelu_erf(DType type, void* x, size_t n, cudaStream_t stream);
 
-// kernels::cpu::rotary_interleaved, in place on fp32 x[rows, dim] (row stride ld); theta in
+// backends::cpu::rotary_interleaved, in place on fp32 x[rows, dim] (row stride ld); theta in
 // double as on the CPU.
 void rotary_interleaved(float* x, int rows, int dim, int ld, const int32_t* positions, const float* freqs,
                         cudaStream_t stream);
 
-// kernels::cpu::conv1d_k3 over every sequence of a packed batch. The three taps are ONE product
+// backends::cpu::conv1d_k3 over every sequence of a packed batch. The three taps are ONE product
 // first: taps = x · packed^T with packed = pack_conv1d_k3_weight(...) as a [3*out, in] weight
-// (kernels::cuda::Blas::gemm, no bias), giving taps[rows, 3*out] of `type` with column k*out+o
+// (backends::cuda::Blas::gemm, no bias), giving taps[rows, 3*out] of `type` with column k*out+o
 // holding tap k. This kernel adds them up with the sequence-local zero padding:
 //   y[t,o] = bias[o] + taps[t,out+o] + taps[t-1,o] (t-1 in t's sequence) + taps[t+1,2out+o] (t+1 too)
 // bias (fp32) may be null; y is of `type`, row stride out.
 void conv1d_k3_combine(DType type, const void* taps, const DeviceBatch& batch, int out, const float* bias, void* y,
                        cudaStream_t stream);
 
-// DeBERTa-v2 disentangled attention (kernels::cpu::disentangled_attention) for every sequence
+// DeBERTa-v2 disentangled attention (backends::cpu::disentangled_attention) for every sequence
 // and head of a packed batch in ONE launch, fused: the c2p and p2c terms are computed inside the
 // kernel from the Qr/Kr rows a query tile and key chunk need and gathered there; scores never
 // leave shared memory (no L x L or L x 2k tensor in global memory).
