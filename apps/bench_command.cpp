@@ -9,7 +9,6 @@
 #include <string>
 #include <vector>
 
-#include "common/json_input.h"
 #include "command_util.h"
 #include "request_json.h"
 #include "rexnlu/error.h"
@@ -19,6 +18,7 @@ namespace rexnlu::apps {
 namespace {
 
 struct BenchFlags {
+  LoadOptions load;
   std::string model, texts, schema = R"({"人物": null, "地理位置": null, "组织机构": null})";
   int n = 64;
   int batch = 1;
@@ -54,7 +54,7 @@ std::vector<Request> load_requests(const BenchFlags& f) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     try {
       // A JSON request line as `extract --input` takes, or a plain text (with --schema).
-      out.push_back(line[0] == '{' ? request_from_json(parse_json<Json>(line), {}) : Request{line, f.schema, {}});
+      out.push_back(line[0] == '{' ? request_from_json(parse_json_input(line), {}) : Request{line, f.schema, {}});
     } catch (const std::exception& e) {
       throw InputError(f.texts + ":" + std::to_string(line_number) + ": " + e.what());
     }
@@ -73,7 +73,7 @@ double percentile(std::vector<double> v, double q) {
 void run_bench(const BenchFlags& f) {
   if (f.n < 1 || f.batch < 1 || f.warmup < 0) throw InputError("--n and --batch must be >= 1, --warmup >= 0");
   const std::vector<Request> pool = load_requests(f);
-  Engine engine = load_engine(f.model);
+  Engine engine = load_engine(f.model, f.load);
   auto make_batch = [&](int64_t first, int64_t count) {
     std::vector<Request> batch;
     for (int64_t i = 0; i < count; ++i) batch.push_back(pool[static_cast<size_t>(first + i) % pool.size()]);
@@ -141,6 +141,7 @@ void add_bench_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("bench", "Measure end-to-end extraction throughput and latency (p50/p95)");
   auto f = std::make_shared<BenchFlags>();
   add_model_option(*cmd, f->model);
+  add_load_options(*cmd, f->load);
   cmd->add_option("--texts", f->texts, "texts to run: plain lines (with --schema) or extract JSON lines (default: 8 built-in news sentences)");
   cmd->add_option("--schema", f->schema, "schema for plain-text lines")->capture_default_str();
   cmd->add_option("--n", f->n, "requests to time (cycling over the texts)")->capture_default_str()->check(int_range(1, 1000000000));

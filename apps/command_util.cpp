@@ -51,8 +51,26 @@ void add_limit_options(CLI::App& cmd, Limits& l) {
       ->capture_default_str()->check(positive);
 }
 
-Engine load_engine(const std::string& model) {
-  Engine engine = Engine::load(resolve_model_dir(model));
+void add_load_options(CLI::App& cmd, LoadOptions& options, const std::string& threads_flag) {
+  auto device = [&options](const std::string& name) {
+    const auto d = parse_device(name);
+    if (!d) throw CLI::ValidationError("--device", "must be cpu or cuda, not " + name);
+    options.device = *d;
+  };
+  auto precision = [&options](const std::string& name) {
+    const auto p = parse_precision(name);
+    if (!p) throw CLI::ValidationError("--precision", "must be fp32, fp16, bf16 or int8, not " + name);
+    options.precision = *p;
+  };
+  cmd.add_option_function<std::string>("--device", device, "where the model runs: cpu (default) or cuda");
+  cmd.add_option_function<std::string>("--precision", precision, "weights of the dense layers: fp32 (default), fp16, bf16, int8");
+  cmd.add_option(threads_flag, options.threads, "CPU worker threads (0 = OMP_NUM_THREADS or one per core)")
+      ->capture_default_str()
+      ->check(int_range(0, 1024));
+}
+
+Engine load_engine(const std::string& model, const LoadOptions& options) {
+  Engine engine = Engine::load(resolve_model_dir(model), options);
   for (const auto& w : engine.load_warnings()) std::cerr << "warning: " << w << '\n';
   return engine;
 }

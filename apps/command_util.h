@@ -26,11 +26,16 @@ void add_limit_options(CLI::App& cmd, Limits& limits);
 // given: "--port: 83536 is out of range: give a whole number from 0 to 65535".
 CLI::Validator int_range(int64_t lo, int64_t hi);
 
+// Adds --device cpu|cuda, --precision fp32|fp16|bf16|int8 and --threads N (Engine::load's
+// LoadOptions; a combination this build cannot run is refused at load with a clear message).
+// `serve` names the last one --compute-threads (its --threads are the HTTP handler threads).
+void add_load_options(CLI::App& cmd, LoadOptions& options, const std::string& threads_flag = "--threads");
+
 // `model` or, when empty, the bundled default model directory.
 std::filesystem::path resolve_model_dir(const std::string& model);
 
 // Engine::load, with the load warnings printed to stderr.
-Engine load_engine(const std::string& model);
+Engine load_engine(const std::string& model, const LoadOptions& options);
 
 // Runs `body`; a rexnlu::Error or any other exception is printed as "rexnlu <command>: <what>" on
 // stderr and becomes exit code 1 (CLI::RuntimeError). Returns normally on success.

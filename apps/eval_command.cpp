@@ -10,7 +10,6 @@
 #include <string>
 #include <vector>
 
-#include "common/json_input.h"
 #include "command_util.h"
 #include "eval_metrics.h"
 #include "progress_bar.h"
@@ -22,6 +21,7 @@ namespace rexnlu::apps {
 namespace {
 
 struct EvalFlags {
+  LoadOptions load;
   std::string model, data, predictions;
   int64_t limit = 0;
   int batch_size = 16;
@@ -60,7 +60,7 @@ EvalPath path_from_json(const Json& path) {
 }
 
 Sample parse_sample(const std::string& line) {
-  const Json j = parse_json<Json>(line);
+  const Json j = parse_json_input(line);
   if (!j.is_object() || !j.contains("text") || !j["text"].is_string()) throw InputError("missing string \"text\"");
   if (!j.contains("schema")) throw InputError("missing \"schema\"");
   if (!j.contains("info_list") || !j["info_list"].is_array()) throw InputError("missing array \"info_list\"");
@@ -150,7 +150,7 @@ void run_eval(const EvalFlags& f) {
     if (!predictions) throw IoError("cannot open --predictions " + f.predictions + " for writing");
   }
   const std::string model_dir = resolve_model_dir(f.model).string();
-  Engine engine = load_engine(f.model);
+  Engine engine = load_engine(f.model, f.load);
   const auto start = std::chrono::steady_clock::now();
   std::optional<ProgressBar> progress;
   if (!f.no_progress && is_terminal(stderr)) progress.emplace(stderr, bytes_total, 0);
@@ -210,6 +210,7 @@ void add_eval_command(CLI::App& app) {
   auto f = std::make_shared<EvalFlags>();
   cmd->add_option("--data", f->data, R"(JSON lines {"id", "text", "info_list", "schema"})")->required();
   add_model_option(*cmd, f->model);
+  add_load_options(*cmd, f->load);
   cmd->add_option("--limit", f->limit, "evaluate the first N samples only (0 = all)")->capture_default_str()->check(int_range(0, INT64_MAX));
   cmd->add_option("--batch-size", f->batch_size, "samples per engine batch")->capture_default_str()->check(int_range(1, 4096));
   cmd->add_option("--match", f->match, "extraction paths match on offsets (strict) or on text only (types + spans)")

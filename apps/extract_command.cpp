@@ -10,20 +10,20 @@
 #include <string>
 #include <vector>
 
-#include "common/json_input.h"
 #include "command_util.h"
-#include "engine/options_json.h"
 #include "pretty_print.h"
 #include "progress_bar.h"
 #include "request_json.h"
 #include "resume_output.h"
 #include "rexnlu/error.h"
-#include "uie/tasks.h"
+#include "rexnlu/json.h"
+#include "rexnlu/tasks.h"
 
 namespace rexnlu::apps {
 namespace {
 
 struct ExtractFlags {
+  LoadOptions load;
   std::string model;
   std::string text;  // positional: single-text mode
   std::string schema;
@@ -42,7 +42,7 @@ Options base_options(const ExtractFlags& f) {
   if (f.options_json.empty()) return {};
   Json j;
   try {
-    j = parse_json<Json>(f.options_json);
+    j = parse_json_input(f.options_json);
   } catch (const Json::exception& e) {
     throw InputError(std::string("--options is not valid JSON: ") + e.what());
   }
@@ -54,7 +54,7 @@ void run_single(const ExtractFlags& f) {
   Options options = base_options(f);
   if (!f.json) options.byte_offsets = false;  // the pretty printer slices by code point
   const Request request = request_from_flags(f.text, f.schema, f.task, options);
-  Engine engine = load_engine(f.model);
+  Engine engine = load_engine(f.model, f.load);
   engine.set_limits(f.limits);
   const Result result = engine.extract(request.text, request.schema, request.options);
   for (const auto& w : result.warnings) std::cerr << "warning: " << w << '\n';
@@ -118,11 +118,11 @@ Pending parse_pending(const std::string& text, int64_t line_number, const Option
   p.line_number = line_number;
   try {
     if (text.find_first_not_of(" \t\r") == std::string::npos) throw InputError("empty line");
-    Json j = parse_json<Json>(text);
+    Json j = parse_json_input(text);
     if (j.is_object() && j.contains("id")) p.id = j["id"];
     // Command-line --schema / --task serve lines that name neither.
     if (j.is_object() && !j.contains("schema") && !j.contains("task")) {
-      if (!f.schema.empty()) j["schema"] = parse_json<Json>(f.schema);
+      if (!f.schema.empty()) j["schema"] = parse_json_input(f.schema);
       if (!f.task.task.empty()) {
         j["task"] = f.task.task;
         if (!f.task.labels.empty()) j["labels"] = f.task.labels;
@@ -166,7 +166,7 @@ void run_lines(const ExtractFlags& f) {
   }
   if (!f.schema.empty()) {
     try {
-      parse_json<Json>(f.schema);
+      parse_json_input(f.schema);
     } catch (const Json::exception& e) {
       throw InputError(std::string("--schema is not valid JSON: ") + e.what());
     }
@@ -196,7 +196,7 @@ void run_lines(const ExtractFlags& f) {
   }
   if (f.resume && done > 0) std::cerr << "resuming after line " << done << '\n';
 
-  Engine engine = load_engine(f.model);
+  Engine engine = load_engine(f.model, f.load);
   engine.set_limits(f.limits);
   LineWriter out(f.output, f.resume);
   std::optional<ProgressBar> progress;
@@ -229,10 +229,11 @@ void add_extract_command(CLI::App& app) {
   auto f = std::make_shared<ExtractFlags>();
   cmd->add_option("text", f->text, "the text (omit to read JSON lines from --input or stdin)");
   add_model_option(*cmd, f->model);
+  add_load_options(*cmd, f->load);
   cmd->add_option("--schema", f->schema, R"(schema JSON, e.g. '{"人物": null, "组织机构": null}')");
   cmd->add_option("--task", f->task.task, "task preset instead of a schema: " + [] {
     std::string names;
-    for (const auto& n : uie::task_names()) names += (names.empty() ? "" : " ") + n;
+    for (const auto& n : task_names()) names += (names.empty() ? "" : " ") + n;
     return names;
   }());
   cmd->add_option("--labels", f->task.labels, "the task's types / labels (repeat or separate with commas)")

@@ -5,7 +5,7 @@
 #include <map>
 #include <vector>
 
-#include "uie/utf8.h"
+#include "rexnlu/tokenizer.h"
 
 namespace rexnlu::apps {
 namespace {
@@ -38,7 +38,7 @@ std::string probability(double p) {
 
 std::string visible(char32_t c) {
   if (c == U'\n' || c == U'\r' || c == U'\t') return " ";
-  return uie::encode_utf8(std::u32string_view(&c, 1));
+  return code_points_to_utf8(std::u32string_view(&c, 1));
 }
 
 // The path's spans in their sentence, e.g. "…毕业于北大的[名古屋铁道]会长谷口清太郎…".
@@ -123,7 +123,7 @@ std::string path_line(const Path& path, bool color) {
 }  // namespace
 
 std::string pretty_result(const std::string& text, const Result& result, bool color) {
-  const std::u32string cps = uie::decode_utf8(text, "text");
+  const std::u32string cps = utf8_to_code_points(text, "text");
   std::string out;
   // Groups in the order their first path appears.
   std::vector<std::string> order;

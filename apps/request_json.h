@@ -8,21 +8,22 @@
 #include <nlohmann/json.hpp>
 
 #include "rexnlu/engine.h"
+#include "rexnlu/json.h"
 
 namespace rexnlu::apps {
 
-using Json = nlohmann::ordered_json;
+using Json = rexnlu::Json;
 
-// A task preset with its arguments (see uie/tasks.h), as given on the command line.
+// A task preset with its arguments (see rexnlu/tasks.h), as given on the command line.
 struct TaskFlags {
   std::string task;
   std::vector<std::string> labels;
   std::string text2, question;
 };
 
-// Builds the engine request; "options" are applied over `base`. Throws rexnlu::Error
-// (kInvalidInput) naming the offending field; an unknown task or missing arguments come from
-// uie::build_task.
+// Builds the engine request with the shared parser (rexnlu::requests_from_json); "options" are
+// applied over `base`. Throws rexnlu::Error (kInvalidInput) naming the offending field; an unknown
+// task or missing arguments come from rexnlu::build_task.
 Request request_from_json(const Json& line, const Options& base);
 
 // The request for `text` with either a schema (JSON text) or a task preset.
@@ -31,8 +32,5 @@ Request request_from_flags(const std::string& text, const std::string& schema, c
 
 // The output line for a successful result: {"id"? (when not null), "output", "warnings"?}.
 Json result_line(const Json& id, const Result& result);
-
-// Serializes without throwing on invalid UTF-8 (replaced by U+FFFD).
-std::string dump_json(const Json& j);
 
 }  // namespace rexnlu::apps

@@ -15,6 +15,7 @@ namespace {
 
 struct ServeArgs {
   std::string model;
+  LoadOptions load;
   server::ServerConfig config;
   int64_t deadline_ms = 30000;
   int64_t drain_timeout_ms = 3000;
@@ -56,9 +57,9 @@ int run_serve(ServeArgs& args) {
   std::cout << "rexnlu serve: listening on http://" << args.config.host << ":" << port << std::endl;
 
   // /health answers 503 while this runs.
-  std::thread loader([&server, model_dir] {
+  std::thread loader([&server, model_dir, load = args.load] {
     try {
-      auto engine = std::make_unique<Engine>(Engine::load(model_dir));
+      auto engine = std::make_unique<Engine>(Engine::load(model_dir, load));
       for (const auto& w : engine->load_warnings()) std::cerr << "rexnlu serve: warning: " << w << '\n';
       server.set_engine(std::move(engine));
       std::cerr << "rexnlu serve: model loaded from " << model_dir.string() << std::endl;
@@ -93,6 +94,7 @@ void add_serve_command(CLI::App& app) {
   auto args = std::make_shared<ServeArgs>();
   server::ServerConfig& c = args->config;
   cmd->add_option("--model", args->model, "model directory (default: the bundled model)");
+  add_load_options(*cmd, args->load, "--compute-threads");
   cmd->add_option("--host", c.host, "address to bind")->capture_default_str();
   cmd->add_option("--port", c.port, "TCP port (0 = any free port, printed on stdout)")->capture_default_str()->check(int_range(0, 65535));
   cmd->add_option("--api-key", c.api_key, "require \"Authorization: Bearer KEY\" on every route but /health")

@@ -7,33 +7,33 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/json_input.h"
 #include "rexnlu/default_model.h"
 #include "rexnlu/error.h"
-#include "text/tokenizer.h"
+#include "rexnlu/json.h"
+#include "rexnlu/tokenizer.h"
 
 namespace rexnlu::apps {
 namespace {
 
 using nlohmann::json;
 
-void append_encoding(const text::Encoding& e, std::string& out) {
+void append_encoding(const Tokens& e, std::string& out) {
   out += "{\"input_ids\":[";
-  for (size_t i = 0; i < e.size(); ++i) {
+  for (size_t i = 0; i < e.ids.size(); ++i) {
     if (i) out += ',';
     out += std::to_string(e.ids[i]);
   }
   out += "],\"offsets\":[";
-  for (size_t i = 0; i < e.size(); ++i) {
+  for (size_t i = 0; i < e.ids.size(); ++i) {
     if (i) out += ',';
     out += '[';
-    out += std::to_string(e.offsets[i].start);
+    out += std::to_string(e.offsets[i].first);
     out += ',';
-    out += std::to_string(e.offsets[i].end);
+    out += std::to_string(e.offsets[i].second);
     out += ']';
   }
   out += "],\"token_type_ids\":[";
-  for (size_t i = 0; i < e.size(); ++i) {
+  for (size_t i = 0; i < e.ids.size(); ++i) {
     if (i) out += ',';
     out += std::to_string(e.type_ids[i]);
   }
@@ -48,11 +48,11 @@ void append_error(size_t line_number, const std::string& message, std::string& o
 }
 
 // One input line: {"text": ...} or {"text": ..., "pair": ...}.
-void tokenize_line(const text::Tokenizer& tokenizer, const std::string& line, size_t line_number,
+void tokenize_line(const Tokenizer& tokenizer, const std::string& line, size_t line_number,
                    std::string& out) {
-  json request;
+  nlohmann::ordered_json request;  // what parse_json_input gives
   try {
-    request = parse_json<json>(line);
+    request = parse_json_input(line);
   } catch (const json::exception& e) {
     append_error(line_number, std::string("invalid JSON: ") + e.what(), out);
     return;
@@ -79,9 +79,9 @@ void tokenize_line(const text::Tokenizer& tokenizer, const std::string& line, si
 }
 
 int run_tokenize(const std::string& model_dir) {
-  std::unique_ptr<text::Tokenizer> tokenizer;
+  std::unique_ptr<Tokenizer> tokenizer;
   try {
-    tokenizer = std::make_unique<text::Tokenizer>(text::Tokenizer::from_model_dir(model_dir));
+    tokenizer = std::make_unique<Tokenizer>(Tokenizer::load(model_dir));
   } catch (const Error& e) {
     std::cerr << "rexnlu tokenize: " << e.what() << "\n";
     return 2;
@@ -111,7 +111,7 @@ void add_tokenize_command(CLI::App& app) {
       "Tokenize JSON lines from stdin ({\"text\": ...} or {\"text\": ..., \"pair\": ...}); "
       "writes {\"input_ids\", \"offsets\", \"token_type_ids\"} per line, or {\"line\", \"error\"}");
   auto model_dir = std::make_shared<std::string>(default_model_dir().string());
-  cmd->add_option("--model", *model_dir, "model directory (vocab.txt, tokenizer_config.json, ...)")
+  cmd->add_option("--model", *model_dir, "model directory (config.json names the model family; vocab.txt, tokenizer_config.json, ...)")
       ->capture_default_str();
   cmd->callback([model_dir] {
     if (const int code = run_tokenize(*model_dir); code != 0) throw CLI::RuntimeError(code);

@@ -17,8 +17,8 @@
 #include <nlohmann/json.hpp>
 
 #include "io/checkpoint.h"
-#include "io/model_config.h"
-#include "models/rex_uninlu_model.h"
+#include "models/rex/rex_config.h"
+#include "models/rex/rex_uninlu_model.h"
 
 namespace {
 
@@ -26,7 +26,7 @@ using rexnlu::models::SequenceInput;
 
 // FLOPs rexnlu executes for one sequence of L tokens (multiply-adds x2): dense layers, the
 // attention products over the relative-position span this sequence uses, the conv and the head.
-double forward_flops(const rexnlu::io::ModelConfig& c, const SequenceInput& s) {
+double forward_flops(const rexnlu::models::rex::ModelConfig& c, const SequenceInput& s) {
   const double L = s.length(), H = c.hidden_size, I = c.intermediate_size, d = c.head_dim();
   const auto [lo, hi] = std::minmax_element(s.position_ids.begin(), s.position_ids.end());
   const double span = std::min(2.0 * (*hi - *lo) + 1, 2.0 * c.position_buckets);
@@ -51,7 +51,7 @@ int main(int argc, char** argv) {
   const auto model = [&] {
     const rexnlu::io::TensorStore weights = rexnlu::io::load_checkpoint(dir);
     const int64_t rows = weights.at("plm.embeddings.word_embeddings.weight").shape.at(0);
-    return std::make_unique<rexnlu::models::RexUniNluModel>(rexnlu::io::load_model_config(dir / "config.json"),
+    return std::make_unique<rexnlu::models::RexUniNluModel>(rexnlu::models::rex::load_model_config(dir / "config.json"),
                                                              weights, rows, options);
   }();
   std::ifstream in(argv[2]);

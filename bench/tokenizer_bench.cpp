@@ -15,6 +15,7 @@
 
 #include "rexnlu/default_model.h"
 #include "rexnlu/error.h"
+#include "models/rex/rex_family.h"
 #include "text/tokenizer.h"
 
 namespace {
@@ -63,7 +64,7 @@ int main(int argc, char** argv) {
   const double min_seconds = argc > 3 ? std::stod(argv[3]) : 2.0;
   try {
     const auto texts = read_texts(texts_path);
-    const auto tokenizer = rexnlu::text::Tokenizer::from_model_dir(model_dir);
+    const auto tokenizer = rexnlu::text::Tokenizer::from_model_dir(model_dir, rexnlu::models::rex::added_tokens());
     size_t bytes = 0;
     for (const auto& t : texts) bytes += t.size();
     const std::string hint = "[PREFIX][TYPE]人物[TYPE]地理位置[TYPE]组织机构";

@@ -2,9 +2,9 @@
 #include <cstdint>
 
 #include "common/json_input.h"
-#include "engine/options_json.h"
 #include "fuzz_util.h"
 #include "rexnlu/error.h"
+#include "rexnlu/json.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace rexnlu;

@@ -35,6 +35,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     } catch (const Error&) {
     }
   }
-  (void)server::dump_json(body);
+  (void)dump_json(body);
   return 0;
 }

@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "rexnlu/error.h"
+#include "rexnlu/load_options.h"
+#include "rexnlu/model_info.h"
 #include "rexnlu/options.h"
 #include "rexnlu/result.h"
 
@@ -39,10 +41,12 @@ struct BatchTimings {
 
 class Engine {
  public:
-  // Reads vocab.txt (+ the 4 added tokens), config.json and model.safetensors or
-  // pytorch_model.bin, and checks every tensor against the config and the vocabulary (embedding
-  // rows = vocab + 4). Throws rexnlu::Error (kInvalidModel / kIo).
-  static Engine load(const std::filesystem::path& model_dir);
+  // Picks the model family from config.json, reads vocab.txt (+ the family's added tokens), the
+  // config and model.safetensors or pytorch_model.bin, checks every tensor against the config and
+  // the vocabulary (embedding rows = vocab + 4 for RexUniNLU), and puts the weights on the device
+  // `options` name. Throws rexnlu::Error (kInvalidModel / kIo; kInvalidInput for a device or
+  // precision this build cannot run, e.g. "device cuda: this build has no CUDA backend").
+  static Engine load(const std::filesystem::path& model_dir, const LoadOptions& options = {});
 
   Engine(Engine&&) noexcept;
   Engine& operator=(Engine&&) noexcept;
@@ -74,6 +78,7 @@ class Engine {
   int64_t count_tokens(std::string_view text) const;
 
   const std::vector<std::string>& load_warnings() const;  // e.g. unused tensors in the checkpoint
+  const ModelInfo& model_info() const;                    // family, sizes, checkpoint, backend
   int64_t forward_calls() const;                          // model forward passes so far
 
   struct Impl;  // defined in src/engine; tests build engines with fake models through it

@@ -5,9 +5,7 @@
 
 #include "engine/engine_impl.h"
 #include "engine/options_json.h"
-#include "io/checkpoint.h"
-#include "io/model_config.h"
-#include "models/rex_uninlu_model.h"
+#include "models/registry.h"
 #include "uie/hints.h"
 #include "uie/pipeline.h"
 #include "uie/utf8.h"
@@ -19,21 +17,14 @@ Engine::Engine(Engine&&) noexcept = default;
 Engine& Engine::operator=(Engine&&) noexcept = default;
 Engine::~Engine() = default;
 
-Engine Engine::load(const std::filesystem::path& model_dir) {
-  auto impl = std::make_unique<Impl>(Impl{text::Tokenizer::from_model_dir(model_dir), nullptr, {}});
-  const io::ModelConfig config = io::load_model_config(model_dir / "config.json");
-  const io::TensorStore weights = io::load_checkpoint(model_dir);
-  // The embedding table must have one row per token the tokenizer can produce.
-  auto model = std::make_unique<models::RexUniNluModel>(config, weights, impl->tokenizer.vocab_size());
-  for (const std::string& name : model->unused_tensors()) {
-    impl->load_warnings.push_back(weights.source().string() + ": tensor '" + name + "' is not used");
-  }
-  for (const std::string& w : model->weight_warnings()) impl->load_warnings.push_back(w);
-  impl->model = std::move(model);
-  return Engine(std::move(impl));
+Engine Engine::load(const std::filesystem::path& model_dir, const LoadOptions& options) {
+  models::LoadedModel m = models::family_of(model_dir).load(model_dir, options);
+  return Engine(std::make_unique<Impl>(
+      Impl{std::move(m.tokenizer), std::move(m.network), std::move(m.warnings), std::move(m.info)}));
 }
 
 const std::vector<std::string>& Engine::load_warnings() const { return impl_->load_warnings; }
+const ModelInfo& Engine::model_info() const { return impl_->info; }
 int64_t Engine::forward_calls() const { return impl_->model->forward_calls(); }
 
 Result Engine::extract(std::string_view text, std::string_view schema_json, const Options& options) {

@@ -1,4 +1,5 @@
-// What an Engine holds: the tokenizer and a LinkModel (the real network, or a fake in tests).
+// What an Engine holds: the tokenizer and a LinkModel (the real network, or a fake in tests), as
+// the model family's load returned them (models/registry.h).
 #pragma once
 
 #include <memory>
@@ -15,6 +16,7 @@ struct Engine::Impl {
   text::Tokenizer tokenizer;
   std::unique_ptr<models::LinkModel> model;
   std::vector<std::string> load_warnings;
+  ModelInfo info = {};
   Limits limits = {};
 };
 

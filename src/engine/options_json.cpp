@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "rexnlu/error.h"
+#include "rexnlu/json.h"
 #include "uie/schema.h"
 
 namespace rexnlu {
@@ -51,7 +52,7 @@ void check_limits(const Limits& l) {
   }
 }
 
-Options options_from_json(const nlohmann::ordered_json& j, Options o) {
+Options options_from_json(const Json& j, Options o) {
   if (j.is_null()) return o;
   if (!j.is_object()) throw InputError("options must be a JSON object");
   for (auto it = j.begin(); it != j.end(); ++it) {

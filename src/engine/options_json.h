@@ -1,18 +1,11 @@
-// Options from a request's JSON "options" object (CLI, HTTP service), and the range check of every
-// option (the engine runs it on each request, whatever way the options came).
+// The range check of every option (the engine runs it on each request, whatever way the options
+// came) and of the limits. options_from_json (include/rexnlu/json.h) is implemented next to them
+// in options_json.cpp, with the per-key ranges.
 #pragma once
-
-#include <nlohmann/json.hpp>
 
 #include "rexnlu/options.h"
 
 namespace rexnlu {
-
-// Keys: link_threshold, max_len, stride, hint_max_len, dedup, probabilities, byte_offsets,
-// max_batch_cells. Unknown keys, wrong types or a value outside its own range throw rexnlu::Error
-// (kInvalidInput) naming the option and the value. The ranges that depend on other options
-// (hint_max_len, stride vs max_len) are left to check_options, which the engine runs on every request.
-Options options_from_json(const nlohmann::ordered_json& j, Options base = {});
 
 // Every option within its range (docs/options.md); nothing is clamped. Throws rexnlu::Error
 // (kInvalidInput) naming the option, its range and the value given.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <set>
 #include <system_error>
 
@@ -129,6 +130,15 @@ std::vector<std::string> check_tensor_values(const TensorStore& store, const std
   for (size_t i = 0; i < zero.size() && i < kMaxListed; ++i) msg += (i ? ", " : " ") + zero[i];
   if (zero.size() > kMaxListed) msg += ", ... and " + std::to_string(zero.size() - kMaxListed) + " more";
   return {msg};
+}
+
+std::string checkpoint_format(const std::filesystem::path& file) {
+  if (file.filename() == "model.safetensors") return "safetensors";
+  std::ifstream in(file, std::ios::binary);
+  char magic[2] = {0, 0};
+  in.read(magic, 2);
+  // torch.save >= 1.6 writes a zip archive; older versions a bare pickle stream.
+  return magic[0] == 'P' && magic[1] == 'K' ? "PyTorch zip (torch.save)" : "PyTorch legacy pickle (torch.save)";
 }
 
 std::vector<std::string> validate_tensors(const TensorStore& store, const std::vector<TensorSpec>& specs) {

@@ -16,6 +16,9 @@ namespace rexnlu::io {
 // Throws rexnlu::Error (kInvalidModel) naming the directory and both files when neither exists.
 TensorStore load_checkpoint(const std::filesystem::path& model_dir);
 
+// "safetensors", "PyTorch zip (torch.save)" or "PyTorch legacy pickle (torch.save)", for `rexnlu info`.
+std::string checkpoint_format(const std::filesystem::path& file);
+
 struct TensorSpec {
   std::string name;
   DType dtype = DType::kF32;

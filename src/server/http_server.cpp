@@ -7,11 +7,10 @@
 #include <mutex>
 #include <unistd.h>
 
-#include "common/json_input.h"
 #include "server/embedded_files.h"
 #include "server/extract_request.h"
+#include "rexnlu/tasks.h"
 #include "server/http_transport.h"
-#include "uie/tasks.h"
 
 namespace rexnlu::server {
 namespace {
@@ -285,7 +284,7 @@ HttpResponse HttpServer::Impl::handle_info() {
     if (!load_error.empty()) model["load_error"] = load_error;
     info["model"] = std::move(model);
   }
-  info["tasks"] = uie::task_names();
+  info["tasks"] = task_names();
   info["limits"] = {{"max_body_bytes", config.max_body_bytes},
                     {"max_texts", config.max_texts},
                     {"max_queue", config.batcher.max_queue},
@@ -308,7 +307,7 @@ HttpResponse HttpServer::Impl::handle_extract(const HttpRequest& req, bool alias
 
   Json body;
   try {
-    body = parse_json<Json>(req.body);
+    body = parse_json_input(req.body);
   } catch (const Json::exception& e) {
     return error_response(400, std::string("malformed JSON: ") + e.what(), "invalid_json");
   }

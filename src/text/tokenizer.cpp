@@ -16,9 +16,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-// The tokens ms_wrapper.py adds at load time, in this order (ids vocab_size .. vocab_size+3).
-constexpr const char* kRexTokens[] = {"[PREFIX]", "[TYPE]", "[CLASSIFY]", "[MULTICLASSIFY]"};
-
 // vocab.txt lines at most: config.json's vocab_size has the same limit (docs/options.md).
 constexpr int32_t kMaxVocabTokens = 1'000'000;
 
@@ -80,7 +77,7 @@ void append_range(Encoding& e, const Encoding& src, size_t begin, size_t end, in
 
 }  // namespace
 
-Tokenizer Tokenizer::from_model_dir(const fs::path& dir) {
+Tokenizer Tokenizer::from_model_dir(const fs::path& dir, const std::vector<std::string>& added_tokens) {
   Tokenizer t;
 
   // vocab.txt: one token per '\n'-terminated line, id = line number. Only '\n' ends a line
@@ -157,7 +154,7 @@ Tokenizer Tokenizer::from_model_dir(const fs::path& dir) {
     t.added_tokens_.add(to_u32(name), id);
   }
 
-  // Extra special tokens of the checkpoint, then the RexUniNLU tokens: appended to the vocab
+  // Extra special tokens of the checkpoint, then the model family's: appended to the vocab
   // unless vocab.txt already has them.
   std::vector<std::string> extra;
   if (const auto it = special_map.find("additional_special_tokens"); it != special_map.end()) {
@@ -166,7 +163,7 @@ Tokenizer Tokenizer::from_model_dir(const fs::path& dir) {
       if (auto name = token_entry(entry, map_path, "additional_special_tokens")) extra.push_back(*name);
     }
   }
-  for (const char* name : kRexTokens) extra.emplace_back(name);
+  extra.insert(extra.end(), added_tokens.begin(), added_tokens.end());
   for (const std::string& name : extra) {
     if (name.empty()) throw ModelError(map_path.string() + ": empty special token");
     int32_t id = t.token_ids_.find(name);
@@ -177,10 +174,6 @@ Tokenizer Tokenizer::from_model_dir(const fs::path& dir) {
     }
     t.added_tokens_.add(to_u32(name), id);
   }
-  t.prefix_id_ = t.token_ids_.find("[PREFIX]");
-  t.type_id_ = t.token_ids_.find("[TYPE]");
-  t.classify_id_ = t.token_ids_.find("[CLASSIFY]");
-  t.multiclassify_id_ = t.token_ids_.find("[MULTICLASSIFY]");
   return t;
 }
 

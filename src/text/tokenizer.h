@@ -20,9 +20,10 @@ namespace rexnlu::text {
 class Tokenizer {
  public:
   // Loads vocab.txt (required), tokenizer_config.json and special_tokens_map.json (optional)
-  // from a model directory and appends the RexUniNLU tokens [PREFIX] [TYPE] [CLASSIFY]
-  // [MULTICLASSIFY] as ids vocab_size .. vocab_size+3. Throws rexnlu::Error (kInvalidModel).
-  static Tokenizer from_model_dir(const std::filesystem::path& dir);
+  // from a model directory and appends the model family's `added_tokens` (RexUniNLU: [PREFIX]
+  // [TYPE] [CLASSIFY] [MULTICLASSIFY], models/rex/rex_family.h) as ids vocab_size .. unless
+  // vocab.txt has them. Throws rexnlu::Error (kInvalidModel).
+  static Tokenizer from_model_dir(const std::filesystem::path& dir, const std::vector<std::string>& added_tokens);
 
   // Tokens of one text with no [CLS]/[SEP]. Throws rexnlu::Error (kInvalidInput) on invalid UTF-8.
   Encoding encode_raw(std::string_view utf8) const;
@@ -52,10 +53,6 @@ class Tokenizer {
   int32_t sep_id() const { return sep_id_; }
   int32_t pad_id() const { return pad_id_; }
   int32_t unk_id() const { return unk_id_; }
-  int32_t prefix_id() const { return prefix_id_; }
-  int32_t type_id() const { return type_id_; }
-  int32_t classify_id() const { return classify_id_; }
-  int32_t multiclassify_id() const { return multiclassify_id_; }
 
  private:
   // Tokens of one stretch of text between added tokens, appended to out.
@@ -68,7 +65,6 @@ class Tokenizer {
   AddedTokens added_tokens_;              // matched case-sensitively before normalization
   BertNormalizer normalizer_;
   int32_t cls_id_ = -1, sep_id_ = -1, pad_id_ = -1, unk_id_ = -1;
-  int32_t prefix_id_ = -1, type_id_ = -1, classify_id_ = -1, multiclassify_id_ = -1;
 };
 
 }  // namespace rexnlu::text

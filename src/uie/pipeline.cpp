@@ -44,9 +44,9 @@ RequestRun::RequestRun(const text::Tokenizer& tokenizer, std::string_view text, 
   text_tokens_ = tok_.encode_raw(text);
   // The mode is chosen by substring search, as the original does.
   if (text.find(kClassifyMarker) != std::string_view::npos) {
-    mode_ = Mode::kClassify, marker_ = kClassifyMarker, marker_id_ = tok_.classify_id();
+    mode_ = Mode::kClassify, marker_ = kClassifyMarker, marker_id_ = tok_.token_to_id(kClassifyMarker);
   } else if (text.find(kMultiClassifyMarker) != std::string_view::npos) {
-    mode_ = Mode::kMultiClassify, marker_ = kMultiClassifyMarker, marker_id_ = tok_.multiclassify_id();
+    mode_ = Mode::kMultiClassify, marker_ = kMultiClassifyMarker, marker_id_ = tok_.token_to_id(kMultiClassifyMarker);
   }
   marked_ = MarkedText(text_, decode_utf8(marker_, "marker"));
   entries_ = {LevelEntry{{}, Schema::kRoot}};

@@ -8,7 +8,9 @@
 namespace rexnlu::uie {
 
 SpecialIds SpecialIds::of(const text::Tokenizer& tokenizer) {
-  return SpecialIds{tokenizer.cls_id(), tokenizer.sep_id(), tokenizer.prefix_id(), tokenizer.type_id()};
+  // The Rex family's prompt tokens (models/rex/rex_family.h), added to the vocabulary at load.
+  return SpecialIds{tokenizer.cls_id(), tokenizer.sep_id(), tokenizer.token_to_id("[PREFIX]"),
+                    tokenizer.token_to_id("[TYPE]")};
 }
 
 namespace {

@@ -4,7 +4,7 @@
 
 #include "rexnlu/error.h"
 
-namespace rexnlu::uie {
+namespace rexnlu {  // declared in the public API (include/rexnlu/tasks.h)
 
 namespace {
 
@@ -95,4 +95,4 @@ TaskRequest build_task(const TaskArgs& a) {
   throw InputError("unknown task '" + t + "' (known: ner re ee absa sentiment classify multi_classify nli matching mrc coref)");
 }
 
-}  // namespace rexnlu::uie
+}  // namespace rexnlu

@@ -15,9 +15,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "io/model_config.h"
+#include "models/rex/rex_config.h"
 #include "io/safetensors.h"
-#include "models/rex_uninlu_model.h"
+#include "models/rex/rex_uninlu_model.h"
 
 namespace rexnlu::models {
 namespace {
@@ -85,7 +85,7 @@ MaxDiff compare(const std::vector<float>& ours, const std::vector<double>& ref, 
 TEST(FullSizeOriginal, HiddenStatesAndLogitsMatchTheOriginalCode) {
   const std::string case_dir = REXNLU_FULLSIZE_CASE;
   const std::string ref_dir = std::string(REXNLU_TEST_DATA) + "/fullsize";
-  const io::ModelConfig config = io::load_model_config(case_dir + "/config.json");
+  const rex::ModelConfig config = rex::load_model_config(case_dir + "/config.json");
   auto model = [&] {
     const io::TensorStore weights = io::load_safetensors(case_dir + "/model.safetensors");
     // The case's vocabulary is the real one: 12,800 + 4 added tokens.

@@ -11,9 +11,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "io/model_config.h"
+#include "models/rex/rex_config.h"
 #include "io/safetensors.h"
-#include "models/rex_uninlu_model.h"
+#include "models/rex/rex_family.h"
+#include "models/rex/rex_uninlu_model.h"
 #include "rexnlu/error.h"
 
 namespace rexnlu::models {
@@ -54,7 +55,7 @@ constexpr int64_t kTinyRows = 12804;  // vocab.txt (12,800) + 4 added tokens
 
 RexUniNluModel& tiny_model() {
   static std::unique_ptr<RexUniNluModel> model = [] {
-    const io::ModelConfig config = io::load_model_config(kModelDir / "config.json");
+    const rex::ModelConfig config = rex::load_model_config(kModelDir / "config.json");
     const io::TensorStore weights = io::load_safetensors(kModelDir / "model.safetensors");
     return std::make_unique<RexUniNluModel>(config, weights, kTinyRows);
   }();
@@ -178,9 +179,9 @@ TEST(RexParity, RejectsMalformedInputWithAMessage) {
 // Activations of one layer are released before the next, so the scratch peak of a pass does not
 // grow with depth (a 12-layer model at a 2,048-token batch would otherwise hold ~0.7 GB).
 TEST(RexParity, ScratchMemoryDoesNotGrowWithLayers) {
-  const io::ModelConfig two = io::load_model_config(kModelDir / "config.json");
+  const rex::ModelConfig two = rex::load_model_config(kModelDir / "config.json");
   ASSERT_EQ(two.num_hidden_layers, 2);
-  io::ModelConfig one = two;
+  rex::ModelConfig one = two;
   one.num_hidden_layers = 1;
   const io::TensorStore weights = io::load_safetensors(kModelDir / "model.safetensors");
   RexUniNluModel shallow(one, weights, kTinyRows), deep(two, weights, kTinyRows);
@@ -198,7 +199,7 @@ TEST(RexParity, ScratchMemoryDoesNotGrowWithLayers) {
 }
 
 TEST(RexParity, LoadsFromModelDirectory) {
-  const auto model = RexUniNluModel::load(kModelDir);
+  const auto model = rex::kFamily.load(kModelDir, {}).network;  // the engine's load path
   const auto cases = load_cases();
   const auto z = model->forward({cases[0].input});
   EXPECT_LE(scaled_error(z[0], cases[0].logits), kTolerance);

@@ -31,7 +31,7 @@ const Tokenizer& tokenizer_for(const nlohmann::json& config) {
   fs::create_directories(dir);
   fs::copy_file(testing::tiny_model_dir() / "vocab.txt", dir / "vocab.txt", fs::copy_options::overwrite_existing);
   std::ofstream(dir / "tokenizer_config.json") << config.dump();
-  Tokenizer tokenizer = Tokenizer::from_model_dir(dir);
+  Tokenizer tokenizer = Tokenizer::from_model_dir(dir, models::rex::added_tokens());
   fs::remove_all(dir);
   return cache.emplace(key, std::move(tokenizer)).first->second;
 }

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "models/rex/rex_family.h"
 #include "text/tokenizer.h"
 
 namespace rexnlu::text::testing {
@@ -22,7 +23,7 @@ inline std::filesystem::path tiny_model_dir() {
 }
 
 inline const Tokenizer& tiny_tokenizer() {
-  static const Tokenizer tokenizer = Tokenizer::from_model_dir(tiny_model_dir());
+  static const Tokenizer tokenizer = Tokenizer::from_model_dir(tiny_model_dir(), models::rex::added_tokens());
   return tokenizer;
 }
 

@@ -24,7 +24,7 @@ class ModelDir : public ::testing::Test {
   // The error message of loading dir_, or "" when it loads.
   std::string load_error() {
     try {
-      Tokenizer::from_model_dir(dir_);
+      Tokenizer::from_model_dir(dir_, models::rex::added_tokens());
       return "";
     } catch (const Error& e) {
       EXPECT_EQ(e.kind(), ErrorKind::kInvalidModel);
@@ -41,10 +41,10 @@ TEST(TokenizerLoad, RexUniNluModel) {
   EXPECT_EQ(tok.cls_id(), 1);
   EXPECT_EQ(tok.sep_id(), 2);
   EXPECT_EQ(tok.unk_id(), 3);
-  EXPECT_EQ(tok.prefix_id(), 12800);
-  EXPECT_EQ(tok.type_id(), 12801);
-  EXPECT_EQ(tok.classify_id(), 12802);
-  EXPECT_EQ(tok.multiclassify_id(), 12803);
+  EXPECT_EQ(tok.token_to_id("[PREFIX]"), 12800);
+  EXPECT_EQ(tok.token_to_id("[TYPE]"), 12801);
+  EXPECT_EQ(tok.token_to_id("[CLASSIFY]"), 12802);
+  EXPECT_EQ(tok.token_to_id("[MULTICLASSIFY]"), 12803);
   EXPECT_EQ(tok.token_to_id("[MULTICLASSIFY]"), 12803);
   EXPECT_EQ(tok.token_to_id("!"), 104);
   EXPECT_EQ(tok.token_to_id("no such token"), -1);
@@ -56,36 +56,36 @@ TEST(TokenizerLoad, RexUniNluModel) {
 
 TEST_F(ModelDir, DefaultsWithoutConfigFiles) {
   write("vocab.txt", "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\na\n##b\n");
-  const Tokenizer tok = Tokenizer::from_model_dir(dir_);
+  const Tokenizer tok = Tokenizer::from_model_dir(dir_, models::rex::added_tokens());
   EXPECT_EQ(tok.vocab_size(), 11);
-  EXPECT_EQ(tok.prefix_id(), 7);
-  EXPECT_EQ(tok.multiclassify_id(), 10);
+  EXPECT_EQ(tok.token_to_id("[PREFIX]"), 7);
+  EXPECT_EQ(tok.token_to_id("[MULTICLASSIFY]"), 10);
   EXPECT_EQ(tok.encode_raw("AB").ids, (std::vector<int32_t>{5, 6}));  // lowercased by default
 }
 
 TEST_F(ModelDir, ConfigTurnsLowercaseOff) {
   write("vocab.txt", "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\na\nA\n");
   write("tokenizer_config.json", R"({"do_lower_case": false})");
-  const Tokenizer tok = Tokenizer::from_model_dir(dir_);
+  const Tokenizer tok = Tokenizer::from_model_dir(dir_, models::rex::added_tokens());
   EXPECT_EQ(tok.encode_raw("A a").ids, (std::vector<int32_t>{6, 5}));
 }
 
 TEST_F(ModelDir, OddVocabLinesKeepTheirIds) {
   // Only '\n' ends an entry: U+2028 and a lone '\r' mid-line stay inside; "\r\n" is one line end.
   write("vocab.txt", "[PAD]\r\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nx\u2028y\n\nz");
-  const Tokenizer tok = Tokenizer::from_model_dir(dir_);
+  const Tokenizer tok = Tokenizer::from_model_dir(dir_, models::rex::added_tokens());
   EXPECT_EQ(tok.id_to_token(0), "[PAD]");
   EXPECT_EQ(tok.token_to_id("x\u2028y"), 5);
   EXPECT_EQ(tok.id_to_token(6), "");
   EXPECT_EQ(tok.token_to_id("z"), 7);
-  EXPECT_EQ(tok.prefix_id(), 8);
+  EXPECT_EQ(tok.token_to_id("[PREFIX]"), 8);
 }
 
 TEST_F(ModelDir, SpecialTokenNamesFromTheMap) {
   write("vocab.txt", "<pad>\n<unk>\n<s>\n</s>\n<mask>\na\n");
   write("special_tokens_map.json",
         R"({"unk_token": "<unk>", "sep_token": "</s>", "pad_token": "<pad>", "cls_token": {"content": "<s>"}, "mask_token": "<mask>"})");
-  const Tokenizer tok = Tokenizer::from_model_dir(dir_);
+  const Tokenizer tok = Tokenizer::from_model_dir(dir_, models::rex::added_tokens());
   EXPECT_EQ(tok.cls_id(), 2);
   EXPECT_EQ(tok.encode("a").ids, (std::vector<int32_t>{2, 5, 3}));
   EXPECT_EQ(tok.encode_raw("a<unk>").ids, (std::vector<int32_t>{5, 1}));

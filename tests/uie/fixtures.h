@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "models/link_model.h"
+#include "models/rex/rex_family.h"
 
 namespace rexnlu::uie::testing {
 

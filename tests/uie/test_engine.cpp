@@ -27,7 +27,7 @@ models::LinkLogits link_first_token(const models::SequenceInput& s) {
 
 Engine fake_engine(FakeLinkModel::Fill fill = link_first_token) {
   return Engine(std::make_unique<Engine::Impl>(Engine::Impl{
-      text::Tokenizer::from_model_dir(uie::testing::model_dir()), std::make_unique<FakeLinkModel>(fill), {}}));
+      text::Tokenizer::from_model_dir(uie::testing::model_dir(), models::rex::added_tokens()), std::make_unique<FakeLinkModel>(fill), {}}));
 }
 
 TEST(Engine, BadInputThrowsAndTheEngineStaysUsable) {
@@ -85,7 +85,7 @@ TEST(Engine, OverlongTypeNamesAreSkippedWithAWarning) {
 TEST(Engine, DedupIsOnByDefault) {
   // A span inside the overlap of two windows is found twice; the original keeps both.
   static const int32_t marked =
-      text::Tokenizer::from_model_dir(uie::testing::model_dir()).token_to_id("乙");
+      text::Tokenizer::from_model_dir(uie::testing::model_dir(), models::rex::added_tokens()).token_to_id("乙");
   Engine engine = fake_engine([](const models::SequenceInput& s) {
     const int32_t L = s.length();
     models::LinkLogits z(static_cast<size_t>(L) * L, -5.0f);

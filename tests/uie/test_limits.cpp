@@ -9,6 +9,7 @@
 
 #include "engine/engine_impl.h"
 #include "engine/options_json.h"
+#include "rexnlu/json.h"
 #include "fixtures.h"
 
 namespace rexnlu {

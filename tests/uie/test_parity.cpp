@@ -6,7 +6,7 @@
 
 #include "engine/engine_impl.h"
 #include "fixtures.h"
-#include "models/rex_uninlu_model.h"
+#include "models/registry.h"
 
 namespace rexnlu {
 namespace {
@@ -40,10 +40,11 @@ nlohmann::ordered_json output_of(const Result& r) {
 
 TEST(Parity, EndToEndCasesOfTheOriginal) {
   const std::string dir = uie::testing::model_dir();
-  auto counting = std::make_unique<CountingModel>(models::RexUniNluModel::load(dir));
+  // The engine's load path (the family from the registry), with the network wrapped to count sequences.
+  models::LoadedModel loaded = models::family_of(dir).load(dir, {});
+  auto counting = std::make_unique<CountingModel>(std::move(loaded.network));
   CountingModel* model = counting.get();
-  Engine engine(std::make_unique<Engine::Impl>(
-      Engine::Impl{text::Tokenizer::from_model_dir(dir), std::move(counting), {}}));
+  Engine engine(std::make_unique<Engine::Impl>(Engine::Impl{std::move(loaded.tokenizer), std::move(counting), {}}));
 
   int strict = 0, strict_ok = 0, loose = 0, loose_ok = 0, seq_ok = 0, cases = 0;
   for (const auto& c : read_jsonl(uie::testing::tiny_dir() + "/e2e_cases.jsonl")) {

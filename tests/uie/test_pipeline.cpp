@@ -17,7 +17,7 @@ using testing::FakeLinkModel;
 using testing::read_jsonl;
 
 const text::Tokenizer& tokenizer() {
-  static const text::Tokenizer tok = text::Tokenizer::from_model_dir(testing::model_dir());
+  static const text::Tokenizer tok = text::Tokenizer::from_model_dir(testing::model_dir(), models::rex::added_tokens());
   return tok;
 }
 

@@ -2,11 +2,16 @@
 
 #include <nlohmann/json.hpp>
 
-#include "io/model_config.h"
-#include "io_test_util.h"
+#include "models/rex/rex_config.h"
+#include "io/io_test_util.h"
 
-namespace rexnlu::io {
+namespace rexnlu::models::rex {
 namespace {
+
+using io::expect_error;
+using io::expect_model_error;
+using io::read_bytes;
+using io::tiny_model_dir;
 
 using nlohmann::json;
 
@@ -166,4 +171,4 @@ TEST(ModelConfig, InvalidJsonAndMissingFile) {
 }
 
 }  // namespace
-}  // namespace rexnlu::io
+}  // namespace rexnlu::models::rex

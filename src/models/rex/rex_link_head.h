@@ -5,9 +5,9 @@
 #include <vector>
 
 #include "backends/backend.h"
-#include "io/model_config.h"
+#include "models/rex/rex_config.h"
 #include "models/link_model.h"
-#include "models/packed_batch.h"
+#include "models/rex/packed_batch.h"
 #include "models/weight_loader.h"
 #include "tensor/tensor.h"
 
@@ -16,7 +16,7 @@ namespace rexnlu::models {
 class RexLinkHead {
  public:
   // Declares ffnq.*, ffnk.* and rotary_emb.freqs (loaded, not recomputed: powf rounding may differ).
-  RexLinkHead(const io::ModelConfig& config, WeightLoader& weights);
+  RexLinkHead(const rex::ModelConfig& config, WeightLoader& weights);
 
   // hidden [batch.rows(), H] on the backend -> one L*L logit matrix per sequence on the host
   // (out is resized).

@@ -9,11 +9,12 @@
 #include <vector>
 
 #include "backends/backend.h"
-#include "io/model_config.h"
+#include "models/rex/rex_config.h"
+#include "io/checkpoint.h"
 #include "io/tensor_store.h"
-#include "models/deberta_v2_rex.h"
+#include "models/rex/deberta_v2_rex.h"
 #include "models/link_model.h"
-#include "models/rex_link_head.h"
+#include "models/rex/rex_link_head.h"
 #include "models/weight_loader.h"
 #include "rexnlu/load_options.h"
 
@@ -21,13 +22,14 @@ namespace rexnlu::models {
 
 class RexUniNluModel final : public LinkModel {
  public:
-  // config.json + the checkpoint (model.safetensors or pytorch_model.bin) of `model_dir`; the
-  // embedding table must have as many rows as the directory's tokenizer has tokens.
-  static std::unique_ptr<RexUniNluModel> load(const std::filesystem::path& model_dir, const LoadOptions& options = {});
+  // Directories load through the registry (models/registry.h -> rex_family.cpp).
   // Checks every tensor the network declares (one error listing all problems) and copies them
   // to the backend: `weights` may be dropped afterwards.
-  RexUniNluModel(const io::ModelConfig& config, const io::TensorStore& weights, int64_t embedding_rows,
+  RexUniNluModel(const rex::ModelConfig& config, const io::TensorStore& weights, int64_t embedding_rows,
                  const LoadOptions& options = {});
+
+  // The checkpoint tensors the network declares for `config` (names, shapes), without loading any.
+  static std::vector<io::TensorSpec> declared_tensors(const rex::ModelConfig& config, int64_t embedding_rows);
 
   std::vector<LinkLogits> forward(const std::vector<SequenceInput>& batch) override;
   int64_t forward_calls() const override;
@@ -39,7 +41,7 @@ class RexUniNluModel final : public LinkModel {
   // forward() that also returns the encoder output (for parity tests and debugging).
   Outputs forward_with_hidden(const std::vector<SequenceInput>& batch);
 
-  const io::ModelConfig& config() const { return config_; }
+  const rex::ModelConfig& config() const { return config_; }
   const std::vector<std::string>& unused_tensors() const { return unused_tensors_; }  // in the checkpoint
   // Warnings about the declared tensors' values (weights that hold only zeros); a NaN or infinity
   // was already refused by the constructor (io::check_tensor_values).
@@ -55,7 +57,7 @@ class RexUniNluModel final : public LinkModel {
   void run(const std::vector<SequenceInput>& batch, std::vector<LinkLogits>& logits,
            std::vector<std::vector<float>>* hidden);
 
-  io::ModelConfig config_;
+  rex::ModelConfig config_;
   std::unique_ptr<backends::Backend> backend_;
   std::unique_ptr<DebertaV2RexEncoder> encoder_;
   std::unique_ptr<RexLinkHead> head_;

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace rexnlu::io {
+namespace rexnlu::models::rex {
 
 struct ModelConfig {
   std::string model_type;           // "deberta-v2"
@@ -37,4 +37,4 @@ struct ModelConfig {
 ModelConfig load_model_config(const std::filesystem::path& config_json);
 ModelConfig parse_model_config(const std::string& json_text, const std::string& source_name);
 
-}  // namespace rexnlu::io
+}  // namespace rexnlu::models::rex

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "backends/backend.h"
-#include "io/model_config.h"
-#include "models/packed_batch.h"
+#include "models/rex/rex_config.h"
+#include "models/rex/packed_batch.h"
 #include "models/weight_loader.h"
 #include "ops/conv1d.h"
 #include "tensor/tensor.h"
@@ -19,7 +19,7 @@ class DebertaV2RexEncoder {
  public:
   // Declares its tensors (checkpoint names with the "plm." prefix) on `weights`;
   // `embedding_rows` is the tokenizer's vocabulary size, which the embedding table must match.
-  DebertaV2RexEncoder(const io::ModelConfig& config, WeightLoader& weights, int64_t embedding_rows);
+  DebertaV2RexEncoder(const rex::ModelConfig& config, WeightLoader& weights, int64_t embedding_rows);
 
   int hidden_size() const { return hidden_; }
   int vocab_rows() const { return vocab_rows_; }

@@ -1,4 +1,4 @@
-#include "models/packed_batch.h"
+#include "models/rex/packed_batch.h"
 
 #include <string>
 

@@ -1,28 +1,32 @@
+// The Rex network's tensor declarations (WeightLoader calls in deberta_v2_rex.cpp and
+// rex_link_head.cpp) are its tensor table: the spec's counts, every checkpoint format of the tiny
+// model, and the one error that lists every missing or misshapen tensor.
 #include <gtest/gtest.h>
 
 #include "io/checkpoint.h"
-#include "io/model_config.h"
+#include "io/io_test_util.h"
 #include "io/pytorch_checkpoint.h"
 #include "io/safetensors.h"
-#include "io_test_util.h"
-#include "models/rex_tensor_specs.h"
+#include "models/rex/rex_config.h"
+#include "models/rex/rex_uninlu_model.h"
 
-namespace rexnlu::io {
+namespace rexnlu::models {
 namespace {
 
-using models::rex_tensor_specs;
+using namespace rexnlu::io;  // the checkpoint readers and test helpers
+using rex::ModelConfig;
 
 constexpr int64_t kTinyRows = 12804;  // vocab.txt (12,800) + 4 added tokens
 
-ModelConfig tiny_config() { return load_model_config(tiny_model_dir() / "config.json"); }
+ModelConfig tiny_config() { return rex::load_model_config(tiny_model_dir() / "config.json"); }
 
-TEST(RexTensorSpecs, RealConfigNeeds207Tensors) {
+TEST(RexWeights, RealConfigDeclares207Tensors) {
   ModelConfig c = tiny_config();
   c.hidden_size = 768;
   c.num_attention_heads = 12;
   c.num_hidden_layers = 12;
   c.intermediate_size = 3072;
-  const auto specs = rex_tensor_specs(c, kTinyRows);
+  const auto specs = RexUniNluModel::declared_tensors(c, kTinyRows);
   EXPECT_EQ(specs.size(), 207u);
   int64_t params = 0;
   for (const auto& s : specs) {
@@ -33,25 +37,26 @@ TEST(RexTensorSpecs, RealConfigNeeds207Tensors) {
   EXPECT_EQ(params, 98'237'568);  // spec section 2
 }
 
-TEST(RexTensorSpecs, TinyModelPassesValidationInEveryFormat) {
-  const auto specs = rex_tensor_specs(tiny_config(), kTinyRows);
-  EXPECT_EQ(specs.size(), 47u);
+TEST(RexWeights, TinyModelLoadsInEveryFormat) {
+  EXPECT_EQ(RexUniNluModel::declared_tensors(tiny_config(), kTinyRows).size(), 47u);
   for (const auto& p : {tiny_model_dir() / "model.safetensors", tiny_model_dir() / "pytorch_model.bin"}) {
     SCOPED_TRACE(p.string());
     TensorStore store = p.extension() == ".bin" ? load_pytorch_bin(p) : load_safetensors(p);
-    EXPECT_TRUE(validate_tensors(store, specs).empty());
+    const RexUniNluModel model(tiny_config(), store, kTinyRows);
+    EXPECT_TRUE(model.unused_tensors().empty());
+    EXPECT_EQ(model.weights_summary().tensors, 47);
   }
 }
 
-TEST(RexTensorSpecs, EmbeddingRowsMismatchExplainsTheVocab) {
+TEST(RexWeights, EmbeddingRowsMismatchExplainsTheVocab) {
   TensorStore store = load_safetensors(tiny_model_dir() / "model.safetensors");
-  expect_model_error([&] { validate_tensors(store, rex_tensor_specs(tiny_config(), 12803)); },
+  expect_model_error([&] { RexUniNluModel(tiny_config(), store, 12803); },
                      {"plm.embeddings.word_embeddings.weight: expected [12803, 64], found [12804, 64]",
                       "vocab.txt + 4 added tokens = 12803 tokens but plm.embeddings.word_embeddings.weight has 12804 rows"});
 }
 
 // A store with the tiny model's tensors, some of them changed, for the validator's messages.
-TEST(ValidateTensors, ListsEveryProblemInOneError) {
+TEST(RexWeights, ListsEveryProblemInOneError) {
   TensorStore real = load_safetensors(tiny_model_dir() / "model.safetensors");
   TensorStore store;
   store.set_source("fake.safetensors");
@@ -62,16 +67,16 @@ TEST(ValidateTensors, ListsEveryProblemInOneError) {
     if (name == "rotary_emb.freqs") v.dtype = DType::kF16;
     store.add(name, v);
   }
-  expect_model_error([&] { validate_tensors(store, rex_tensor_specs(tiny_config(), kTinyRows)); },
+  expect_model_error([&] { RexUniNluModel(tiny_config(), store, kTinyRows); },
                      {"fake.safetensors", "2 missing", "ffnq.bias", "plm.encoder.layer.1.output.dense.weight",
                       "plm.encoder.layer.0.attention.self.query_proj.weight: expected [64, 64], found [64, 32]",
                       "rotary_emb.freqs: expected dtype F32, found F16"});
 }
 
-TEST(ValidateTensors, LongMissingListIsCut) {
+TEST(RexWeights, LongMissingListIsCut) {
   TensorStore empty;
   try {
-    validate_tensors(empty, rex_tensor_specs(tiny_config(), kTinyRows));
+    RexUniNluModel(tiny_config(), empty, kTinyRows);
     FAIL() << "no error";
   } catch (const Error& e) {
     const std::string msg = e.what();
@@ -82,7 +87,7 @@ TEST(ValidateTensors, LongMissingListIsCut) {
 
 // Real checkpoints may carry unused buffers such as plm.embeddings.position_ids (int64): they
 // load and come back as extras, not errors.
-TEST(ValidateTensors, ExtraInt64TensorIsLoadedAndReported) {
+TEST(RexWeights, ExtraInt64TensorIsLoadedAndReported) {
   TensorStore real = load_safetensors(tiny_model_dir() / "model.safetensors");
   std::vector<FakeTensor> tensors;
   for (const auto& name : real.names()) {
@@ -98,7 +103,7 @@ TEST(ValidateTensors, ExtraInt64TensorIsLoadedAndReported) {
   write_bytes(dir / "pytorch_model.bin", make_torch_zip(tensors));
 
   TensorStore store = load_checkpoint(dir.path());
-  const auto extras = validate_tensors(store, rex_tensor_specs(tiny_config(), kTinyRows));
+  const auto extras = RexUniNluModel(tiny_config(), store, kTinyRows).unused_tensors();
   EXPECT_EQ(extras, std::vector<std::string>{"plm.embeddings.position_ids"});
   const TensorView& ids = store.at("plm.embeddings.position_ids");
   EXPECT_EQ(ids.dtype, DType::kI64);
@@ -107,4 +112,4 @@ TEST(ValidateTensors, ExtraInt64TensorIsLoadedAndReported) {
 }
 
 }  // namespace
-}  // namespace rexnlu::io
+}  // namespace rexnlu::models

@@ -1,4 +1,4 @@
-#include "models/rex_link_head.h"
+#include "models/rex/rex_link_head.h"
 
 #include "ops/linear.h"
 #include "ops/rotary.h"
@@ -6,7 +6,7 @@
 
 namespace rexnlu::models {
 
-RexLinkHead::RexLinkHead(const io::ModelConfig& c, WeightLoader& w) : hidden_(c.hidden_size) {
+RexLinkHead::RexLinkHead(const rex::ModelConfig& c, WeightLoader& w) : hidden_(c.hidden_size) {
   if (hidden_ <= 0 || hidden_ % 2 != 0)
     throw ModelError("config.json: hidden_size must be even for the rotary head, got " + std::to_string(hidden_));
   const int64_t H = hidden_;

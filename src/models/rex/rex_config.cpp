@@ -1,4 +1,4 @@
-#include "io/model_config.h"
+#include "models/rex/rex_config.h"
 
 #include <algorithm>
 #include <cctype>
@@ -11,7 +11,7 @@
 #include "io/regular_file.h"
 #include "rexnlu/error.h"
 
-namespace rexnlu::io {
+namespace rexnlu::models::rex {
 
 // Required keys: model_type, vocab_size, hidden_size, num_hidden_layers, num_attention_heads,
 // intermediate_size. They fix the tensor shapes, and a config without them is more likely the
@@ -209,4 +209,4 @@ ModelConfig load_model_config(const std::filesystem::path& config_json) {
   return parse_model_config(read_regular_file(config_json, kMaxConfigBytes, "a model config"), config_json.string());
 }
 
-}  // namespace rexnlu::io
+}  // namespace rexnlu::models::rex

@@ -1,4 +1,4 @@
-#include "models/deberta_v2_rex.h"
+#include "models/rex/deberta_v2_rex.h"
 
 #include <algorithm>
 #include <cmath>
@@ -14,7 +14,7 @@
 
 namespace rexnlu::models {
 
-DebertaV2RexEncoder::DebertaV2RexEncoder(const io::ModelConfig& c, WeightLoader& w, int64_t embedding_rows) {
+DebertaV2RexEncoder::DebertaV2RexEncoder(const rex::ModelConfig& c, WeightLoader& w, int64_t embedding_rows) {
   // config.json was checked for the Rex variant of DeBERTa-v2 when it was parsed (model_config.cpp).
   hidden_ = c.hidden_size;
   heads_ = c.num_attention_heads;

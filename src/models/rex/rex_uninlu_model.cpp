@@ -1,20 +1,11 @@
-#include "models/rex_uninlu_model.h"
+#include "models/rex/rex_uninlu_model.h"
 
 #include "io/checkpoint.h"
-#include "io/model_config.h"
-#include "text/tokenizer.h"
+#include "models/rex/rex_config.h"
 
 namespace rexnlu::models {
 
-std::unique_ptr<RexUniNluModel> RexUniNluModel::load(const std::filesystem::path& model_dir,
-                                                     const LoadOptions& options) {
-  const int64_t rows = text::Tokenizer::from_model_dir(model_dir).vocab_size();
-  const io::ModelConfig config = io::load_model_config(model_dir / "config.json");
-  const io::TensorStore weights = io::load_checkpoint(model_dir);
-  return std::make_unique<RexUniNluModel>(config, weights, rows, options);
-}
-
-RexUniNluModel::RexUniNluModel(const io::ModelConfig& config, const io::TensorStore& weights, int64_t embedding_rows,
+RexUniNluModel::RexUniNluModel(const rex::ModelConfig& config, const io::TensorStore& weights, int64_t embedding_rows,
                                const LoadOptions& options)
     : config_(config), backend_(backends::make_backend(options)) {
   WeightLoader loader(weights, *backend_);
@@ -23,6 +14,17 @@ RexUniNluModel::RexUniNluModel(const io::ModelConfig& config, const io::TensorSt
   unused_tensors_ = loader.finish();
   weight_warnings_ = io::check_tensor_values(weights, loader.declared());
   summary_ = loader.summary();
+}
+
+std::vector<io::TensorSpec> RexUniNluModel::declared_tensors(const rex::ModelConfig& config, int64_t embedding_rows) {
+  // The same declarations against an empty checkpoint: every tensor is recorded as missing and
+  // nothing is allocated.
+  const io::TensorStore empty;
+  const std::unique_ptr<backends::Backend> backend = backends::make_backend({});
+  WeightLoader loader(empty, *backend);
+  DebertaV2RexEncoder encoder(config, loader, embedding_rows);
+  RexLinkHead head(config, loader);
+  return loader.declared();
 }
 
 std::vector<LinkLogits> RexUniNluModel::forward(const std::vector<SequenceInput>& batch) {
