@@ -125,7 +125,11 @@ TEST(CliErrors, GoToStderrWithNonZeroExit) {
   expect_error({"eval", "--model", kTiny}, "--data");
   expect_error({"eval", "--data", "/no/such/data.jsonl", "--model", kTiny}, "/no/such/data.jsonl");
   expect_error({"info", "--model", "/no/such/model"}, "rexnlu info: /no/such/model");
+  expect_error({"info", "--model", kTiny, "--device", "cuda"}, "rexnlu info: device cuda: this build has no CUDA backend");
+  expect_error({"extract", "张三", "--schema", kNerSchema, "--model", kTiny, "--precision", "int8"},
+               "rexnlu extract: precision int8: the CPU backend computes in fp32 only");
   expect_error({"bench", "--model", kTiny, "--n", "0"}, "--n: 0 is out of range: give a whole number from 1 to");
+  expect_error({"info", "--model", kTiny, "--threads", "-1"}, "--threads: -1 is out of range: give a whole number from 0 to 1024");
   expect_error({"bench", "--model", kTiny, "--texts", "/no/such/texts.txt"}, "/no/such/texts.txt");
 }
 
