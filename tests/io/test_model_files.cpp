@@ -94,6 +94,9 @@ TEST(ModelFiles, OversizedFilesAreRefusedBeforeReading) {
   fs::resize_file(tmp / "config.json", (uint64_t{1} << 20) + 1);  // sparse: no disk used
   expect_load_error(tmp.path(), ErrorKind::kInvalidModel,
                     {"config.json", "1048577 bytes is too large for a model config", "1 MiB"});
+  // config.json back to its size: Engine::load reads it first (to pick the model family).
+  const auto config = read_bytes(tiny_model_dir() / "config.json");
+  write_bytes(tmp / "config.json", config);
   fs::resize_file(tmp / "vocab.txt", (uint64_t{64} << 20) + 1);
   expect_load_error(tmp.path(), ErrorKind::kInvalidModel, {"vocab.txt", "too large", "64 MiB"});
 }

@@ -144,7 +144,9 @@ TEST(RexParity, BatchedEqualsAlone) {
       ++values;
       identical += a == t;
       worst = std::max(worst, std::abs(double(a) - t) / std::max(1.0, std::abs(double(a))));
-      if (std::abs(a) > 1e-3f) EXPECT_EQ(a > 0, t > 0) << "sequence " << i << " logit " << k << ": " << a << " vs " << t;
+      if (std::abs(a) > 1e-3f) {
+        EXPECT_EQ(a > 0, t > 0) << "sequence " << i << " logit " << k << ": " << a << " vs " << t;
+      }
     }
   }
   std::printf("batched vs alone: %zu of %zu logits bit-identical, max scaled difference %.3g\n", identical,

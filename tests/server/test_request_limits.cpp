@@ -45,7 +45,7 @@ std::unique_ptr<Engine> slow_fake_engine(std::chrono::microseconds per_sequence,
     return uie::testing::no_links(s);
   });
   return std::make_unique<Engine>(std::make_unique<Engine::Impl>(
-      Engine::Impl{text::Tokenizer::from_model_dir(tiny_model_dir()), std::move(model), {}}));
+      Engine::Impl{text::Tokenizer::from_model_dir(tiny_model_dir(), models::rex::added_tokens()), std::move(model), {}}));
 }
 
 const Json kThreeLevels = Json::parse(R"({"人物": {"组织机构": {"地点": null}}})");

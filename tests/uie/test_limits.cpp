@@ -11,6 +11,7 @@
 #include "engine/options_json.h"
 #include "rexnlu/json.h"
 #include "fixtures.h"
+#include "models/rex/rex_family.h"
 
 namespace rexnlu {
 namespace {
@@ -49,7 +50,7 @@ Fake fake_engine(FakeLinkModel::Fill fill) {
   auto model = std::make_unique<FakeLinkModel>(std::move(fill));
   FakeLinkModel* raw = model.get();
   Engine engine(std::make_unique<Engine::Impl>(Engine::Impl{
-      text::Tokenizer::from_model_dir(uie::testing::model_dir()), std::move(model), {}}));
+      text::Tokenizer::from_model_dir(uie::testing::model_dir(), models::rex::added_tokens()), std::move(model), {}}));
   return Fake{raw, std::move(engine)};
 }
 
@@ -225,7 +226,7 @@ TEST(Limits, AForwardWhoseRequestsAreAllPastTheirDeadlineStopsBetweenLayers) {
   auto model = std::make_unique<LayeredModel>();
   LayeredModel* layered = model.get();
   Engine engine(std::make_unique<Engine::Impl>(
-      Engine::Impl{text::Tokenizer::from_model_dir(uie::testing::model_dir()), std::move(model), {}}));
+      Engine::Impl{text::Tokenizer::from_model_dir(uie::testing::model_dir(), models::rex::added_tokens()), std::move(model), {}}));
   Request late{"北京大学", kThreeLevels, {}};
   late.deadline = std::chrono::steady_clock::now() + 100ms;
   Request on_time{"上海", R"j({"人物": null})j", {}};

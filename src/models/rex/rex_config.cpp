@@ -206,7 +206,7 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
 }
 
 ModelConfig load_model_config(const std::filesystem::path& config_json) {
-  return parse_model_config(read_regular_file(config_json, kMaxConfigBytes, "a model config"), config_json.string());
+  return parse_model_config(io::read_regular_file(config_json, io::kMaxConfigBytes, "a model config"), config_json.string());
 }
 
 }  // namespace rexnlu::models::rex
