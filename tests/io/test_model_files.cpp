@@ -101,6 +101,16 @@ TEST(ModelFiles, OversizedFilesAreRefusedBeforeReading) {
   expect_load_error(tmp.path(), ErrorKind::kInvalidModel, {"vocab.txt", "too large", "64 MiB"});
 }
 
+// The registry reads config.json first to pick the model family; a deeply nested model_type once
+// reached its error message (dump(): recursion as deep as the input). Refused before parsing.
+TEST(ModelFiles, DeeplyNestedConfigIsRefusedByTheRegistry) {
+  TempDir tmp;
+  copy_tiny_model(tmp.path());
+  const std::string text = "{\"model_type\": " + std::string(200000, '[') + std::string(200000, ']') + "}";
+  write_bytes(tmp / "config.json", std::vector<uint8_t>(text.begin(), text.end()));
+  expect_load_error(tmp.path(), ErrorKind::kInvalidModel, {"config.json", "not valid JSON", "nested deeper than the limit of 64"});
+}
+
 // num_hidden_layers 1e9 ran 15-30 s into bad_alloc (a tensor list sized by it).
 TEST(ModelFiles, AbsurdConfigValueIsRefusedQuickly) {
   TempDir tmp;
