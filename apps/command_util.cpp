@@ -53,16 +53,15 @@ void add_limit_options(CLI::App& cmd, Limits& l) {
 
 void add_load_options(CLI::App& cmd, LoadOptions& options, const std::string& threads_flag) {
   auto device = [&options](const std::string& name) {
-    const auto d = parse_device(name);
-    if (!d) throw CLI::ValidationError("--device", "must be cpu or cuda, not " + name);
-    options.device = *d;
+    if (!parse_device_spec(name, options))
+      throw CLI::ValidationError("--device", "must be cpu, cuda or cuda:N, not " + name);
   };
   auto precision = [&options](const std::string& name) {
     const auto p = parse_precision(name);
     if (!p) throw CLI::ValidationError("--precision", "must be fp32, fp16, bf16 or int8, not " + name);
     options.precision = *p;
   };
-  cmd.add_option_function<std::string>("--device", device, "where the model runs: cpu (default) or cuda");
+  cmd.add_option_function<std::string>("--device", device, "where the model runs: cpu (default), cuda or cuda:N");
   cmd.add_option_function<std::string>("--precision", precision, "weights of the dense layers: fp32 (default), fp16, bf16, int8");
   cmd.add_option(threads_flag, options.threads, "CPU worker threads (0 = OMP_NUM_THREADS or one per core)")
       ->capture_default_str()

@@ -10,7 +10,9 @@
 #include "eval_command.h"
 #include "extract_command.h"
 #include "info_command.h"
+#if REXNLU_HAVE_SERVER
 #include "serve_command.h"
+#endif
 #include "tokenize_command.h"
 
 int main(int argc, char** argv) {
@@ -29,7 +31,9 @@ int main(int argc, char** argv) {
   rexnlu::apps::add_eval_command(app);
   rexnlu::apps::add_info_command(app);
   rexnlu::apps::add_bench_command(app);
+#if REXNLU_HAVE_SERVER  // -DREXNLU_SERVER=OFF builds without Boost and without `serve`
   rexnlu::apps::add_serve_command(app);
+#endif
   rexnlu::apps::add_tokenize_command(app);
   CLI11_PARSE(app, argc, argv);
   return 0;

@@ -1,8 +1,9 @@
 // Encoder + link head latency/throughput of rexnlu's CPU engine (fp32) on a model directory and a
 // set of input cases written by run_encoder_bench.sh (the PyTorch baseline reads the same files).
-//   encoder_bench MODEL_DIR CASES_JSON [threads=2] [min_seconds=3]
+//   encoder_bench MODEL_DIR CASES_JSON [threads=2] [min_seconds=3] [device=cpu] [precision=fp32]
+// (device cuda or cuda:N and precision fp16 / bf16 for the GPU: bench/run_gpu_bench.sh).
 // CASES_JSON: [{"name", "batch", "input_ids", "position_ids", "attention_mask": ["0101..", ..]}]
-// Prints one JSON object per case: {"engine":"rexnlu","name","batch","L","ms_median","ms_min",
+// Prints one JSON object per case: {"engine":"rexnlu" (or "rexnlu-<device>-<precision>" off the CPU),"name","batch","L","ms_median","ms_min",
 // "reps","gflop","logits_abs_sum"} (logits_abs_sum of sequence 0, to check both engines agree).
 #include <algorithm>
 #include <chrono>
@@ -39,13 +40,29 @@ double forward_flops(const rexnlu::models::rex::ModelConfig& c, const SequenceIn
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: %s MODEL_DIR CASES_JSON [threads=2] [min_seconds=3]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s MODEL_DIR CASES_JSON [threads=2] [min_seconds=3] [device=cpu] [precision=fp32]\n",
+                 argv[0]);
     return 2;
   }
   const int threads = argc > 3 ? std::atoi(argv[3]) : 2;
   const double min_seconds = argc > 4 ? std::atof(argv[4]) : 3.0;
   rexnlu::LoadOptions options;
   options.threads = threads;
+  if (argc > 5 && !rexnlu::parse_device_spec(argv[5], options)) {
+    std::fprintf(stderr, "not a device: %s\n", argv[5]);
+    return 2;
+  }
+  if (argc > 6) {
+    const auto p = rexnlu::parse_precision(argv[6]);
+    if (!p) {
+      std::fprintf(stderr, "not a precision: %s\n", argv[6]);
+      return 2;
+    }
+    options.precision = *p;
+  }
+  const std::string engine = options.device == rexnlu::Device::kCpu
+                                 ? std::string("rexnlu")
+                                 : "rexnlu-" + std::string(argv[5]) + "-" + std::string(rexnlu::precision_name(options.precision));
   // The full-size case has no vocab.txt: the embedding table's rows stand for the vocabulary.
   const std::filesystem::path dir = argv[1];
   const auto model = [&] {
@@ -79,7 +96,7 @@ int main(int argc, char** argv) {
     std::sort(ms.begin(), ms.end());
     double abs_sum = 0;
     for (float z : out[0]) abs_sum += std::abs(z);
-    nlohmann::json r = {{"engine", "rexnlu"}, {"name", c.at("name")}, {"batch", batch}, {"L", s.length()},
+    nlohmann::json r = {{"engine", engine}, {"name", c.at("name")}, {"batch", batch}, {"L", s.length()},
                         {"ms_median", ms[ms.size() / 2]}, {"ms_min", ms.front()}, {"reps", ms.size()},
                         {"gflop", batch * forward_flops(model->config(), s) * 1e-9}, {"logits_abs_sum", abs_sum}};
     std::printf("%s\n", r.dump().c_str());

@@ -18,11 +18,14 @@ struct LoadOptions {
   Device device = Device::kCpu;
   Precision precision = Precision::kFloat32;
   int threads = 0;  // CPU worker threads; 0 = OMP_NUM_THREADS or one per core
+  int device_index = 0;  // which GPU for Device::kCuda ("cuda:N")
 };
 
 std::string_view device_name(Device d);           // "cpu", "cuda"
 std::string_view precision_name(Precision p);     // "fp32", "fp16", "bf16", "int8"
 std::optional<Device> parse_device(std::string_view name);        // the names above
+// "cpu", "cuda" or "cuda:N" into options.device and options.device_index; false if malformed.
+bool parse_device_spec(std::string_view spec, LoadOptions& options);
 std::optional<Precision> parse_precision(std::string_view name);  // the names above, also "float32"...
 
 }  // namespace rexnlu

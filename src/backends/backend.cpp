@@ -4,6 +4,10 @@
 #include <string>
 
 #include "backends/cpu/cpu_backend.h"
+#if REXNLU_HAVE_CUDA
+#include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/device.h"
+#endif
 #include "rexnlu/error.h"
 
 namespace rexnlu::backends {
@@ -50,11 +54,20 @@ std::unique_ptr<Backend> make_backend(const LoadOptions& o) {
                          ": the CPU backend computes in fp32 only (int8 / fp16 / bf16 weights are not implemented yet)");
       return std::make_unique<cpu::CpuBackend>(o.threads);
     case Device::kCuda:
+#if REXNLU_HAVE_CUDA
+      return std::make_unique<cuda::CudaBackend>(o.device_index, o.precision);
+#else
       throw InputError("device cuda: this build has no CUDA backend");
+#endif
   }
   throw InternalError("make_backend: unknown device");
 }
 
-std::vector<Device> available_devices() { return {Device::kCpu}; }
+std::vector<Device> available_devices() {
+#if REXNLU_HAVE_CUDA
+  if (cuda::probe_device(0).usable) return {Device::kCpu, Device::kCuda};
+#endif
+  return {Device::kCpu};
+}
 
 }  // namespace rexnlu::backends

@@ -26,6 +26,24 @@ std::optional<Device> parse_device(std::string_view name) {
   return std::nullopt;
 }
 
+bool parse_device_spec(std::string_view spec, LoadOptions& options) {
+  int index = 0;
+  if (spec.starts_with("cuda:")) {
+    const std::string_view digits = spec.substr(5);
+    if (digits.empty() || digits.size() > 3) return false;
+    for (char c : digits) {
+      if (c < '0' || c > '9') return false;
+      index = index * 10 + (c - '0');
+    }
+    spec = "cuda";
+  }
+  const auto d = parse_device(spec);
+  if (!d) return false;
+  options.device = *d;
+  options.device_index = index;
+  return true;
+}
+
 std::optional<Precision> parse_precision(std::string_view name) {
   if (name == "float32") return Precision::kFloat32;
   if (name == "float16") return Precision::kFloat16;

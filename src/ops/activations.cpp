@@ -2,6 +2,10 @@
 
 #include "backends/cpu/activations.h"
 #include "ops/check.h"
+#if REXNLU_HAVE_CUDA
+#include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/ops.h"
+#endif
 
 namespace rexnlu::ops {
 
@@ -12,6 +16,11 @@ void gelu_erf(backends::Backend& be, TensorRef x) {
     case Device::kCpu:
       backends::cpu::gelu_erf(x.f32(), static_cast<size_t>(x.numel()));
       return;
+#if REXNLU_HAVE_CUDA
+    case Device::kCuda:
+      backends::cuda::gelu_erf(DType::kF32, x.data, static_cast<size_t>(x.numel()), backends::cuda::CudaBackend::of(be).stream());
+      return;
+#endif
     default:
       detail::no_kernel(op, be);
   }

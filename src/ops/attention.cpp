@@ -2,6 +2,10 @@
 
 #include "backends/cpu/disentangled_attention.h"
 #include "ops/check.h"
+#if REXNLU_HAVE_CUDA
+#include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/ops.h"
+#endif
 
 namespace rexnlu::ops {
 
@@ -47,6 +51,30 @@ void disentangled_attention(backends::Backend& be, const DisentangledAttention& 
       backends::cpu::disentangled_attention(c);
       return;
     }
+#if REXNLU_HAVE_CUDA
+    case Device::kCuda: {
+      auto& cb = backends::cuda::CudaBackend::of(be);
+      const Workspace::Frame frame(be.workspace());
+      backends::cuda::AttentionArgs c;
+      c.type = DType::kF32;
+      c.batch = cb.one_sequence(to_int(L), a.position_ids.i32(), a.mask.u8());
+      c.num_heads = a.num_heads;
+      c.head_dim = to_int(width / a.num_heads);
+      c.q = a.q.data;
+      c.k = a.k.data;
+      c.v = a.v.data;
+      c.ld_qkv = to_int(a.q.ld());
+      c.q_rel = a.q_rel.data;
+      c.k_rel = a.k_rel.data;
+      c.ld_rel = to_int(a.q_rel.ld());
+      c.rel_rows = to_int(rel_rows);
+      c.scale = a.scale;
+      c.out = a.out.data;
+      c.ld_out = to_int(a.out.ld());
+      backends::cuda::disentangled_attention(c, cb.stream());
+      return;
+    }
+#endif
     default:
       detail::no_kernel(op, be);
   }

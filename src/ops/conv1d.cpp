@@ -4,6 +4,10 @@
 
 #include "backends/cpu/conv1d.h"
 #include "ops/check.h"
+#if REXNLU_HAVE_CUDA
+#include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/ops.h"
+#endif
 
 namespace rexnlu::ops {
 
@@ -29,6 +33,29 @@ void conv1d_k3(backends::Backend& be, ConstTensorRef x, const Conv1dK3Weights& w
       backends::cpu::conv1d_k3(x.f32(), detail::to_int(L), detail::to_int(in), taps.f32(),
                                w.bias.empty() ? nullptr : w.bias.ref().f32(), detail::to_int(out), y.f32());
       return;
+#if REXNLU_HAVE_CUDA
+    case Device::kCuda: {
+      // The three taps as one product x · taps^T ([3*out, in]), then their shifted sum.
+      auto& cb = backends::cuda::CudaBackend::of(be);
+      const Workspace::Frame frame(be.workspace());
+      float* tap_sums = be.workspace().alloc<float>(static_cast<size_t>(L * 3 * out));
+      backends::cuda::GemmArgs g;
+      g.M = detail::to_int(L);
+      g.N = detail::to_int(3 * out);
+      g.K = detail::to_int(in);
+      g.A = x.data;
+      g.lda = g.K;
+      g.B = taps.data;
+      g.ldb = g.K;
+      g.C = tap_sums;
+      g.ldc = g.N;
+      cb.gemm(g);
+      backends::cuda::conv1d_k3_combine(DType::kF32, tap_sums, cb.one_sequence(g.M, nullptr, nullptr),
+                                        detail::to_int(out), w.bias.empty() ? nullptr : w.bias.ref().f32(), y.data,
+                                        cb.stream());
+      return;
+    }
+#endif
     default:
       detail::no_kernel(op, be);
   }

@@ -2,6 +2,10 @@
 
 #include "backends/cpu/layer_norm.h"
 #include "ops/check.h"
+#if REXNLU_HAVE_CUDA
+#include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/ops.h"
+#endif
 
 namespace rexnlu::ops {
 
@@ -19,6 +23,13 @@ void layer_norm(backends::Backend& be, ConstTensorRef x, ConstTensorRef residual
       backends::cpu::layer_norm(x.f32(), residual.empty() ? nullptr : residual.f32(), w.gamma.ref().f32(),
                                 w.beta.ref().f32(), w.eps, detail::to_int(rows), detail::to_int(cols), y.f32());
       return;
+#if REXNLU_HAVE_CUDA
+    case Device::kCuda:
+      backends::cuda::layer_norm(DType::kF32, x.data, residual.empty() ? nullptr : residual.data, w.gamma.ref().f32(),
+                                 w.beta.ref().f32(), w.eps, detail::to_int(rows), detail::to_int(cols), y.data,
+                                 backends::cuda::CudaBackend::of(be).stream());
+      return;
+#endif
     default:
       detail::no_kernel(op, be);
   }

@@ -2,6 +2,10 @@
 
 #include "backends/cpu/gemm.h"
 #include "ops/check.h"
+#if REXNLU_HAVE_CUDA
+#include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/ops.h"
+#endif
 
 namespace rexnlu::ops {
 
@@ -21,6 +25,25 @@ void gemm(backends::Backend& be, ConstTensorRef a, ConstTensorRef b, bool trans_
       backends::cpu::gemm(trans_b, to_int(M), to_int(N), to_int(K), alpha, a.f32(), to_int(a.ld()), b.f32(),
                           to_int(b.ld()), beta, c.f32(), to_int(c.ld()));
       return;
+#if REXNLU_HAVE_CUDA
+    case Device::kCuda: {
+      backends::cuda::GemmArgs g;
+      g.trans_b = trans_b;
+      g.M = to_int(M);
+      g.N = to_int(N);
+      g.K = to_int(K);
+      g.alpha = alpha;
+      g.beta = beta;
+      g.A = a.data;
+      g.lda = to_int(a.ld());
+      g.B = b.data;
+      g.ldb = to_int(b.ld());
+      g.C = c.data;
+      g.ldc = to_int(c.ld());
+      backends::cuda::CudaBackend::of(be).gemm(g);
+      return;
+    }
+#endif
     default:
       detail::no_kernel(op, be);
   }
@@ -44,6 +67,33 @@ void linear(backends::Backend& be, ConstTensorRef x, const Linear& w, TensorRef 
                             w.bias.empty() ? nullptr : w.bias.ref().f32(), to_int(w.out_features()), y.f32(),
                             to_int(y.ld()));
       return;
+#if REXNLU_HAVE_CUDA
+    case Device::kCuda: {
+      // F16 / BF16 weights: the input is rounded to their type, the product accumulates in fp32.
+      auto& cb = backends::cuda::CudaBackend::of(be);
+      detail::expect(W.device == Device::kCuda && W.ld() == W.cols() && W.contiguous(), op, "W must be contiguous on the device");
+      const Workspace::Frame frame(be.workspace());
+      backends::cuda::GemmArgs g;
+      g.M = to_int(x.rows());
+      g.N = to_int(w.out_features());
+      g.K = to_int(x.cols());
+      g.A = x.data;
+      g.lda = g.K;
+      g.ab_type = W.dtype;
+      if (W.dtype != DType::kF32) {
+        void* rounded = be.workspace().alloc<std::byte>(static_cast<size_t>(x.numel()) * dtype_size(W.dtype));
+        backends::cuda::convert_from_f32(x.f32(), W.dtype, rounded, static_cast<size_t>(x.numel()), cb.stream());
+        g.A = rounded;
+      }
+      g.B = W.data;
+      g.ldb = g.K;
+      g.C = y.data;
+      g.ldc = to_int(y.ld());
+      g.bias = w.bias.empty() ? nullptr : w.bias.ref().data;
+      cb.gemm(g);
+      return;
+    }
+#endif
     default:
       detail::no_kernel(op, be);
   }

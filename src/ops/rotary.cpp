@@ -2,6 +2,10 @@
 
 #include "backends/cpu/rotary.h"
 #include "ops/check.h"
+#if REXNLU_HAVE_CUDA
+#include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/ops.h"
+#endif
 
 namespace rexnlu::ops {
 
@@ -16,6 +20,13 @@ void rotary_interleaved(backends::Backend& be, TensorRef x, ConstTensorRef posit
       backends::cpu::rotary_interleaved(x.f32(), detail::to_int(x.rows()), detail::to_int(x.cols()),
                                         detail::to_int(x.ld()), positions.i32(), freqs.f32());
       return;
+#if REXNLU_HAVE_CUDA
+    case Device::kCuda:
+      backends::cuda::rotary_interleaved(x.f32(), detail::to_int(x.rows()), detail::to_int(x.cols()),
+                                         detail::to_int(x.ld()), positions.i32(), freqs.f32(),
+                                         backends::cuda::CudaBackend::of(be).stream());
+      return;
+#endif
     default:
       detail::no_kernel(op, be);
   }

@@ -4,6 +4,10 @@
 #include <cstddef>
 
 #include "ops/check.h"
+#if REXNLU_HAVE_CUDA
+#include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/ops.h"
+#endif
 
 namespace rexnlu::ops {
 
@@ -21,6 +25,12 @@ void embedding(backends::Backend& be, ConstTensorRef table, ConstTensorRef ids, 
         std::copy_n(table.f32() + static_cast<size_t>(ids.i32()[t]) * H, H, out.f32() + static_cast<size_t>(t) * H);
       return;
     }
+#if REXNLU_HAVE_CUDA
+    case Device::kCuda:
+      backends::cuda::embedding(table.f32(), ids.i32(), detail::to_int(T), detail::to_int(width), out.f32(),
+                                backends::cuda::CudaBackend::of(be).stream());
+      return;
+#endif
     default:
       detail::no_kernel(op, be);
   }
@@ -34,6 +44,13 @@ void copy(backends::Backend& be, ConstTensorRef src, TensorRef dst) {
     case Device::kCpu:
       std::copy_n(src.f32(), dst.numel(), dst.f32());
       return;
+#if REXNLU_HAVE_CUDA
+    case Device::kCuda:
+      backends::cuda::check(cudaMemcpyAsync(dst.data, src.data, static_cast<size_t>(dst.numel()) * sizeof(float),
+                                            cudaMemcpyDeviceToDevice, backends::cuda::CudaBackend::of(be).stream()),
+                            "ops::copy");
+      return;
+#endif
     default:
       detail::no_kernel(op, be);
   }
@@ -49,6 +66,12 @@ void zero_rows(backends::Backend& be, TensorRef x, ConstTensorRef keep) {
       for (int64_t r = 0; r < rows; ++r)
         if (keep.u8()[r] == 0) std::fill_n(x.f32() + r * width, width, 0.0f);
       return;
+#if REXNLU_HAVE_CUDA
+    case Device::kCuda:
+      backends::cuda::zero_rows(x.f32(), keep.u8(), detail::to_int(rows), detail::to_int(width),
+                                backends::cuda::CudaBackend::of(be).stream());
+      return;
+#endif
     default:
       detail::no_kernel(op, be);
   }

@@ -125,7 +125,14 @@ TEST(CliErrors, GoToStderrWithNonZeroExit) {
   expect_error({"eval", "--model", kTiny}, "--data");
   expect_error({"eval", "--data", "/no/such/data.jsonl", "--model", kTiny}, "/no/such/data.jsonl");
   expect_error({"info", "--model", "/no/such/model"}, "rexnlu info: /no/such/model");
+#if REXNLU_HAVE_CUDA
+  // A CUDA build: without a usable GPU the line names what is missing (driver, device); with one it runs.
+  if (const Outcome r = rexnlu({"info", "--model", kTiny, "--device", "cuda"}); r.rc != 0)
+    EXPECT_NE(r.err.find("rexnlu info: device cuda:0: "), std::string::npos) << r.err;
+#else
   expect_error({"info", "--model", kTiny, "--device", "cuda"}, "rexnlu info: device cuda: this build has no CUDA backend");
+#endif
+  expect_error({"info", "--model", kTiny, "--device", "cuda:x"}, "must be cpu, cuda or cuda:N, not cuda:x");
   expect_error({"extract", "张三", "--schema", kNerSchema, "--model", kTiny, "--precision", "int8"},
                "rexnlu extract: precision int8: the CPU backend computes in fp32 only");
   expect_error({"bench", "--model", kTiny, "--n", "0"}, "--n: 0 is out of range: give a whole number from 1 to");

@@ -18,6 +18,7 @@
 #include "models/rex/rex_config.h"
 #include "io/safetensors.h"
 #include "models/rex/rex_uninlu_model.h"
+#include "test_device.h"
 
 namespace rexnlu::models {
 namespace {
@@ -89,7 +90,7 @@ TEST(FullSizeOriginal, HiddenStatesAndLogitsMatchTheOriginalCode) {
   auto model = [&] {
     const io::TensorStore weights = io::load_safetensors(case_dir + "/model.safetensors");
     // The case's vocabulary is the real one: 12,800 + 4 added tokens.
-    return std::make_unique<RexUniNluModel>(config, weights, 12804);
+    return std::make_unique<RexUniNluModel>(config, weights, 12804, rexnlu::testing::test_load_options());
   }();
 
   for (int L : {128, 512}) {
@@ -107,8 +108,8 @@ TEST(FullSizeOriginal, HiddenStatesAndLogitsMatchTheOriginalCode) {
     const MaxDiff z = compare(out.logits[0], ref_logits, true);
     // Recorded in docs/parity.md; the original's own float32 run differs from its float64 run by
     // up to 7.3e-6 (hidden) and 5.1e-4 (logits, |Z| up to 80) on these inputs.
-    std::printf("[fullsize %s] hidden max|d| %.3e (|ref| max %.3f); logits max|d| %.3e (|ref| max %.3f); "
-                "link flips %zu of %zu\n", tag.c_str(), h.abs, h.ref_max, z.abs, z.ref_max, z.sign_flips,
+    std::printf("[fullsize %s, %s] hidden max|d| %.3e (|ref| max %.3f); logits max|d| %.3e (|ref| max %.3f); "
+                "link flips %zu of %zu\n", tag.c_str(), model->backend_description().c_str(), h.abs, h.ref_max, z.abs, z.ref_max, z.sign_flips,
                 ref_logits.size());
     EXPECT_LT(h.abs, 1e-4) << tag;
     EXPECT_LT(z.abs, 1e-4 * z.ref_max) << tag;

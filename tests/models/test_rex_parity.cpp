@@ -16,6 +16,7 @@
 #include "models/rex/rex_family.h"
 #include "models/rex/rex_uninlu_model.h"
 #include "rexnlu/error.h"
+#include "test_device.h"
 
 namespace rexnlu::models {
 namespace {
@@ -57,7 +58,7 @@ RexUniNluModel& tiny_model() {
   static std::unique_ptr<RexUniNluModel> model = [] {
     const rex::ModelConfig config = rex::load_model_config(kModelDir / "config.json");
     const io::TensorStore weights = io::load_safetensors(kModelDir / "model.safetensors");
-    return std::make_unique<RexUniNluModel>(config, weights, kTinyRows);
+    return std::make_unique<RexUniNluModel>(config, weights, kTinyRows, rexnlu::testing::test_load_options());
   }();
   return *model;
 }

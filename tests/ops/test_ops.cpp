@@ -210,7 +210,8 @@ TEST_P(OpsTest, Conv1dK3MatchesTorchConv1dWithZeroPadding) {
 
 // The attention written as literally as the spec: per head, per pair, gather the Kr/Qr row.
 TEST_P(OpsTest, DisentangledAttentionMatchesPerPairReference) {
-  const int L = 23, heads = 3, d = 8, HD = heads * d, rel_rows = 16;  // small span: clamping is exercised
+  const int L = 23, heads = 3, d = 16, HD = heads * d, rel_rows = 16;  // small span: clamping is exercised
+  // (d = 16: the smallest head width the CUDA kernel has)
   auto qkv = random_vec(size_t(L) * 3 * HD, 19), rel = random_vec(size_t(rel_rows) * 2 * HD, 20);
   std::vector<int32_t> pos(L);
   for (int i = 0; i < L; ++i) pos[i] = (i < 5) ? i : 2 + (i * 7) % 13;  // non-monotonic custom ids
@@ -312,12 +313,18 @@ INSTANTIATE_TEST_SUITE_P(AllBackends, OpsTest, ::testing::ValuesIn(backends::ava
 
 TEST(Backends, UnsupportedDeviceOrPrecisionIsAClearError) {
   const auto devices = backends::available_devices();
-  if (std::find(devices.begin(), devices.end(), Device::kCuda) != devices.end()) GTEST_SKIP() << "a CUDA build";
+  if (std::find(devices.begin(), devices.end(), Device::kCuda) != devices.end()) GTEST_SKIP() << "a usable GPU";
   try {
     backends::make_backend(LoadOptions{Device::kCuda, Precision::kFloat32, 0});
     FAIL() << "no error";
   } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
+#if REXNLU_HAVE_CUDA  // a CUDA build on a machine without a (usable) GPU names what is missing
+    EXPECT_EQ(std::string(e.what()).rfind("device cuda:0: ", 0), 0u) << e.what();
+    EXPECT_GT(std::string(e.what()).size(), std::string("device cuda:0: ").size()) << e.what();
+#else
     EXPECT_EQ(std::string(e.what()), "device cuda: this build has no CUDA backend");
+#endif
   }
   try {
     backends::make_backend(LoadOptions{Device::kCpu, Precision::kInt8, 0});

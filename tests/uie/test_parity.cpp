@@ -7,6 +7,7 @@
 #include "engine/engine_impl.h"
 #include "fixtures.h"
 #include "models/registry.h"
+#include "test_device.h"
 
 namespace rexnlu {
 namespace {
@@ -41,7 +42,11 @@ nlohmann::ordered_json output_of(const Result& r) {
 TEST(Parity, EndToEndCasesOfTheOriginal) {
   const std::string dir = uie::testing::model_dir();
   // The engine's load path (the family from the registry), with the network wrapped to count sequences.
-  models::LoadedModel loaded = models::family_of(dir).load(dir, {});
+  // The device and precision from REXNLU_TEST_DEVICE / REXNLU_TEST_PRECISION (CPU fp32 by default).
+  const LoadOptions load = rexnlu::testing::test_load_options();
+  // Must-match threshold on min_abs_logit: 1e-3 in fp32; fp16/bf16 weights move logits by ~1e-3.
+  const double strict_min = load.precision == Precision::kFloat32 ? 1e-3 : 1e-2;
+  models::LoadedModel loaded = models::family_of(dir).load(dir, load);
   auto counting = std::make_unique<CountingModel>(std::move(loaded.network));
   CountingModel* model = counting.get();
   Engine engine(std::make_unique<Engine::Impl>(Engine::Impl{std::move(loaded.tokenizer), std::move(counting), {}}));
@@ -64,7 +69,7 @@ TEST(Parity, EndToEndCasesOfTheOriginal) {
     const int64_t original_calls = c["forward_calls"].get<int64_t>();
     ++cases;
     seq_ok += seqs == original_calls;
-    if (c["min_abs_logit"].get<double>() >= 1e-3) {
+    if (c["min_abs_logit"].get<double>() >= strict_min) {
       ++strict;
       strict_ok += same;
       EXPECT_TRUE(same) << "got " << output_of(r).dump() << "\nexpected " << c["expected"].dump();
@@ -77,9 +82,10 @@ TEST(Parity, EndToEndCasesOfTheOriginal) {
                 same ? "same" : "DIFF", static_cast<long long>(seqs), static_cast<long long>(original_calls),
                 static_cast<long long>(calls));
   }
-  std::printf("parity: %d/%d cases with min_abs_logit >= 1e-3 identical; %d/%d near-threshold cases also identical; "
+  std::printf("parity (%s): %d/%d cases with min_abs_logit >= %g identical; %d/%d near-threshold cases also identical; "
               "sequence counts equal the original's forward passes in %d/%d cases\n",
-              strict_ok, strict, loose_ok, loose, seq_ok, cases);
+              std::string(precision_name(load.precision)).c_str(), strict_ok, strict, strict_min, loose_ok, loose, seq_ok,
+              cases);
 }
 
 }  // namespace

@@ -58,7 +58,7 @@ class DisentangledSelfAttention(nn.Module):
         # share_att_key: the SAME projections (with bias) give Qr and Kr.
         qr = self.split(self.query_proj(rel_emb).unsqueeze(0))[0]  # [heads, 512, d]
         kr = self.split(self.key_proj(rel_emb).unsqueeze(0))[0]
-        scale = torch.sqrt(torch.tensor(self.head_dim, dtype=torch.float) * 3).to(h.dtype)  # float32 sqrt, as the original
+        scale = torch.sqrt(torch.tensor(self.head_dim, dtype=torch.float, device=h.device) * 3).to(h.dtype)  # float32 sqrt, as the original
         scores = torch.matmul(q, k.transpose(-1, -2) / scale)
         idx = rel_idx.unsqueeze(1).expand(-1, self.heads, -1, -1)  # [B, heads, L, L]
         c2p = torch.gather(torch.matmul(q, kr.transpose(-1, -2)), -1, idx)  # Q_i . Kr[idx(i,j)]
@@ -156,8 +156,8 @@ class RexTorch(nn.Module):
         Returns hidden [B,L,H] and link logits Z [B,L,L]."""
         B, L = ids.shape
         mask2d = mask2d.bool()
-        valid = torch.ones(B, L, dtype=torch.bool) if lengths is None else \
-            torch.arange(L).unsqueeze(0) < torch.as_tensor(lengths).unsqueeze(1)
+        valid = torch.ones(B, L, dtype=torch.bool, device=ids.device) if lengths is None else \
+            torch.arange(L, device=ids.device).unsqueeze(0) < torch.as_tensor(lengths, device=ids.device).unsqueeze(1)
         mask2d = mask2d & valid.unsqueeze(1) & valid.unsqueeze(2)
         emb = self.emb_ln(self.word_embeddings(ids))
         input_mask = (mask2d.sum(-2) > 0).unsqueeze(-1).to(emb.dtype)  # column sums of the 2D mask

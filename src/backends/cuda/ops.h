@@ -94,4 +94,13 @@ void link_scores(const LinkScoresArgs& args, cudaStream_t stream);
 // more than args.capacity were found (the caller retries with a larger buffer).
 std::vector<Link> fetch_links(const LinkScoresArgs& args, cudaStream_t stream);
 
+// out[t] = table[ids[t]] for t < rows: fp32 rows of `width` values (ops::embedding).
+void embedding(const float* table, const int32_t* ids, int rows, int width, float* out, cudaStream_t stream);
+
+// Rows r of fp32 x [rows, width] (contiguous) with keep[r] == 0 become zeros (ops::zero_rows).
+void zero_rows(float* x, const uint8_t* keep, int rows, int width, cudaStream_t stream);
+
+// dst[i] = src[i] rounded to `type` (F32, F16 or BF16; round to nearest even).
+void convert_from_f32(const float* src, DType type, void* dst, size_t n, cudaStream_t stream);
+
 }  // namespace rexnlu::backends::cuda

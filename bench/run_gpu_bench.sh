@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# rexnlu on the GPU (fp32, fp16, bf16 weights) vs PyTorch on the same GPU (eager fp32, fp16
+# autocast, torch.compile fp16 in default mode and with CUDA graphs), in one run, on the same
+# full-size random weights and prompt-shaped inputs (bench/bench_cases.py): encoder + link head at
+# L = 128 batch 1, 8, 32 and L = 512 batch 1, 8. Prints a table of times and of speed ratios vs
+# torch.compile with CUDA graphs.
+#   bench/run_gpu_bench.sh BUILD_DIR [WORK_DIR=/tmp/rexnlu_gpu_bench]
+# Needs BUILD_DIR/bench/encoder_bench from a CUDA build (scripts/test_gpu_engine.sh with BENCH=1
+# makes it) and python3 with torch and numpy. TORCH_MODES / CASES / MIN_SECONDS override the defaults.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD="$(realpath "$1")"
+WORK="${2:-/tmp/rexnlu_gpu_bench}"
+CASES="${CASES:-L128_b1 L128_b8 L128_b32 L512_b1 L512_b8}"
+MODES="${TORCH_MODES:-eager_fp32,autocast_fp16,compile_fp16,compile_fp16_graphs}"
+MIN_SECONDS="${MIN_SECONDS:-1}"
+mkdir -p "$WORK"
+# shellcheck disable=SC2086
+python3 "$ROOT/bench/bench_cases.py" "$WORK" $CASES
+echo "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null)" >&2
+: > "$WORK/results.jsonl"
+for p in fp32 fp16 bf16; do
+  "$BUILD/bench/encoder_bench" "$WORK/model" "$WORK/cases.json" 1 "$MIN_SECONDS" cuda "$p" >> "$WORK/results.jsonl"
+done
+python3 "$ROOT/bench/bench_torch_gpu.py" "$WORK/model" "$WORK/cases.json" "$MODES" "$MIN_SECONDS" >> "$WORK/results.jsonl"
+python3 - "$WORK/results.jsonl" <<'PYEOF'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+engines = list(dict.fromkeys(r["engine"] for r in rows))
+cases = list(dict.fromkeys(r["name"] for r in rows))
+by = {(r["engine"], r["name"]): r for r in rows}
+base = "torch-compile_fp16_graphs"
+print(f"\nmedian ms per call (encoder + link head, logits copied to the host); ratio = {base} / engine")
+print(f"{'engine':28} " + " ".join(f"{c:>17}" for c in cases))
+for e in engines:
+    cells = []
+    for c in cases:
+        r = by.get((e, c))
+        b = by.get((base, c))
+        cells.append(f"{r['ms_median']:8.3f} ({b['ms_median'] / r['ms_median']:5.2f}x)" if r and b else
+                     (f"{r['ms_median']:8.3f}        " if r else f"{'-':>17}"))
+    print(f"{e:28} " + " ".join(cells))
+print("\nagreement: sum|Z| of sequence 0 relative to torch eager fp32")
+for c in cases:
+    ref = by.get(("torch-eager_fp32", c))
+    if ref:
+        print(f"  {c:9} " + "  ".join(f"{e}: {abs(by[(e, c)]['logits_abs_sum'] - ref['logits_abs_sum']) / ref['logits_abs_sum']:.1e}"
+                                      for e in engines if (e, c) in by))
+PYEOF

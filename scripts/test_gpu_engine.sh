@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The whole engine on a GPU machine: builds rexnlu with CUDA (no HTTP server: the GPU machine has
+# no Boost) and runs, on the GPU,
+#   1. tests/ops on every backend of the build (CPU and CUDA) against the reference loops, and the
+#      CUDA kernel tests (tests/cuda);
+#   2. model parity, GPU fp32 vs the original's outputs (the same fixtures the CPU meets): the tiny
+#      model's forward cases (test_models RexParity.*) and full-size random weights at L = 128 and
+#      512 (test_fullsize_original; the weights are regenerated with numpy), on CPU fp32 too;
+#   3. decoding with fp32, fp16 and bf16 weights on the GPU vs the original's e2e cases
+#      (test_uie Parity.*: every case with min_abs_logit >= 1e-3 in fp32, >= 1e-2 in fp16/bf16
+#      must decode identically; the others are reported).
+#   scripts/test_gpu_engine.sh            (SYSROOT=/tmp/sr by default, BUILD_DIR=build-gpu-engine)
+# Dependencies come from the prepared sysroot (oneDNN, nlohmann_json, utf8proc, CLI11, zlib,
+# GoogleTest): SYSROOT_TAR=path/sysroot.tar.xz unpacks it into SYSROOT first. CUDA_ARCH defaults
+# to 90 (H100/H200). REXNLU_COMMIT names the commit when the tree is a copy without .git.
+# Then BENCH=1 runs bench/run_gpu_bench.sh with the same build.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+dir=${BUILD_DIR:-"$root/build-gpu-engine"}
+sr=${SYSROOT:-/tmp/sr}
+if [ -n "${SYSROOT_TAR:-}" ]; then mkdir -p "$sr" && tar xJf "$SYSROOT_TAR" -C "$sr"; fi
+# Its GoogleTest CMake package names Debian's absolute paths: let FindGTest search GTEST_ROOT instead.
+rm -rf "$sr/lib/cmake/GTest"
+export CPATH="$sr/include${CPATH:+:$CPATH}" LIBRARY_PATH="$sr/lib${LIBRARY_PATH:+:$LIBRARY_PATH}"
+export LD_LIBRARY_PATH="$sr/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" PKG_CONFIG_PATH="$sr/lib/pkgconfig"
+echo "== commit ${REXNLU_COMMIT:-$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)}, $(date -u '+%Y-%m-%d %H:%M UTC')"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo "nvidia-smi: no GPU"
+start=$(date +%s)
+cmake -S "$root" -B "$dir" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$sr" -DGTEST_ROOT="$sr" -DREXNLU_CUDA=ON \
+  -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}" -DREXNLU_SERVER=OFF -DREXNLU_BUILD_TESTS=ON \
+  -DREXNLU_BUILD_BENCH="${BENCH:-0}" >"$dir.configure.log" 2>&1 || { cat "$dir.configure.log"; exit 1; }
+targets="test_ops test_kernels_cuda test_models test_fullsize_original test_uie rexnlu_cli"
+[ "${BENCH:-0}" = 1 ] && targets="$targets encoder_bench"
+# shellcheck disable=SC2086
+cmake --build "$dir" -j"$(nproc)" --target $targets 2>&1 | grep -E "error|warning|Error" ; test "${PIPESTATUS[0]}" = 0 || exit 1
+echo "== build took $(($(date +%s) - start)) s"
+
+fails=0
+step() {  # step NAME command...: runs it, prints its last lines, counts failures
+  local name=$1; shift
+  echo "== $name"
+  if "$@" > "$dir/$name.log" 2>&1; then grep -E "^\[  (PASSED|SKIPPED) |parity|fullsize|max scaled|tests? ran" "$dir/$name.log" | tail -n 40; echo "   ok"
+  else tail -n 60 "$dir/$name.log"; echo "   FAILED"; fails=$((fails + 1)); fi
+}
+step ops_all_backends "$dir/tests/ops/test_ops"
+step cuda_kernels "$dir/tests/cuda/test_kernels_cuda"
+step tiny_parity_gpu_fp32 env REXNLU_TEST_DEVICE=cuda "$dir/tests/models/test_models" --gtest_filter='RexParity.*'
+python3 "$root/tools/compare_original/fullsize_case.py" "$dir/fullsize_case" > "$dir/fullsize_case.log" 2>&1 || { cat "$dir/fullsize_case.log"; fails=$((fails + 1)); }
+step fullsize_gpu_fp32 env REXNLU_TEST_DEVICE=cuda "$dir/tests/models/test_fullsize_original"
+step fullsize_cpu_fp32 "$dir/tests/models/test_fullsize_original"
+for p in fp32 fp16 bf16; do
+  step "e2e_gpu_$p" env REXNLU_TEST_DEVICE=cuda REXNLU_TEST_PRECISION=$p "$dir/tests/uie/test_uie" --gtest_filter='Parity.*'
+done
+step cli_gpu "$dir/apps/rexnlu" extract "北大西洋议会春季会议26日在西班牙巴塞罗那闭幕。" --schema '{"人物":null,"地理位置":null,"组织机构":null}' \
+  --model "$root/models/rexuninlu_tiny" --device cuda --precision fp16
+cat "$dir/cli_gpu.log"
+echo "== $fails failed step(s)"
+if [ "${BENCH:-0}" = 1 ]; then "$root/bench/run_gpu_bench.sh" "$dir" || fails=$((fails + 1)); fi
+exit $((fails > 0))

@@ -1,0 +1,158 @@
+#include "backends/cuda/cuda_backend.h"
+
+#include <new>
+#include <string>
+#include <vector>
+
+#include "backends/cuda/device.h"
+#include "backends/cuda/ops.h"
+#include "rexnlu/error.h"
+
+namespace rexnlu::backends::cuda {
+
+namespace {
+
+constexpr size_t kBlasWorkspaceBytes = size_t{32} << 20;  // cuBLASLt scratch (gemm.h)
+
+// The precision, once the device and precision are known to be usable (runs before Backend's
+// constructor, so a refused device allocates nothing).
+Precision checked(int index, Precision precision) {
+  const std::string device = "device cuda:" + std::to_string(index);
+  if (precision != Precision::kFloat32 && precision != Precision::kFloat16 && precision != Precision::kBFloat16)
+    throw InputError("precision " + std::string(precision_name(precision)) + ": the CUDA backend computes in fp32, fp16 or bf16");
+  const DeviceInfo info = probe_device(index);
+  if (!info.usable) throw InputError(device + ": " + info.reason);
+  check(cudaSetDevice(index), "cudaSetDevice");
+  return precision;
+}
+
+Workspace::Allocator device_allocator() {
+  return {[](size_t bytes) -> void* {
+            void* p = nullptr;
+            return cudaMalloc(&p, bytes) == cudaSuccess ? p : nullptr;
+          },
+          [](void* p) { cudaFree(p); }};
+}
+
+DType storage_type(Precision p) {
+  return p == Precision::kFloat16 ? DType::kF16 : p == Precision::kBFloat16 ? DType::kBF16 : DType::kF32;
+}
+
+}  // namespace
+
+CudaBackend::CudaBackend(int device_index, Precision precision)
+    : Backend(Device::kCuda, checked(device_index, precision), device_allocator()), index_(device_index) {
+  name_ = cuda::describe(probe_device(index_));
+  check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+  blas_ = std::make_unique<Blas>();
+  blas_workspace_bytes_ = kBlasWorkspaceBytes;
+  blas_workspace_ = allocate_persistent(blas_workspace_bytes_);
+}
+
+CudaBackend::~CudaBackend() {
+  if (stream_) {
+    cudaStreamSynchronize(stream_);
+    cudaStreamDestroy(stream_);
+  }
+}
+
+CudaBackend& CudaBackend::of(Backend& backend) {
+  if (backend.device() != Device::kCuda) throw InternalError("CudaBackend::of: not a CUDA backend");
+  return static_cast<CudaBackend&>(backend);
+}
+
+std::string CudaBackend::describe() const {
+  return "cuda:" + std::to_string(index_) + ", " + name_ + ", " + std::string(precision_name(precision())) +
+         " weights, fp32 activations, cuBLASLt";
+}
+
+void CudaBackend::begin_pass() {
+  check(cudaSetDevice(index_), "cudaSetDevice");
+  Backend::begin_pass();
+}
+
+ConstTensorRef CudaBackend::upload(ConstTensorRef host) {
+  if (!host.contiguous()) throw InternalError("CudaBackend::upload: " + rexnlu::describe(host) + " is not contiguous");
+  const size_t bytes = static_cast<size_t>(host.numel()) * dtype_size(host.dtype);
+  void* p = workspace().alloc<std::byte>(bytes);
+  ConstTensorRef d = host;
+  d.device = Device::kCuda;
+  d.data = static_cast<const std::byte*>(p);
+  // From pageable memory the copy is staged before the call returns: `host` may change after.
+  if (bytes) check(cudaMemcpyAsync(p, host.data, bytes, cudaMemcpyHostToDevice, stream_), "CudaBackend::upload");
+  return d;
+}
+
+TensorRef CudaBackend::output_for(TensorRef host) {
+  TensorRef d = host;
+  d.device = Device::kCuda;
+  d.data = static_cast<std::byte*>(workspace().alloc<std::byte>(static_cast<size_t>(host.numel()) * dtype_size(host.dtype)));
+  return d;
+}
+
+void CudaBackend::download(ConstTensorRef src, TensorRef host) {
+  if (src.dtype != host.dtype || src.numel() != host.numel() || !src.contiguous() || !host.contiguous() ||
+      src.device != Device::kCuda)
+    throw InternalError("CudaBackend::download: " + rexnlu::describe(src) + " into " + rexnlu::describe(host));
+  const size_t bytes = static_cast<size_t>(src.numel()) * dtype_size(src.dtype);
+  if (bytes) check(cudaMemcpyAsync(host.data, src.data, bytes, cudaMemcpyDeviceToHost, stream_), "CudaBackend::download");
+  check(cudaStreamSynchronize(stream_), "CudaBackend::download");
+}
+
+Linear CudaBackend::make_linear(ConstTensorRef weight, ConstTensorRef bias) {
+  const DType type = storage_type(precision());
+  if (type == DType::kF32) return Backend::make_linear(weight, bias);
+  if (weight.dtype != DType::kF32 || !weight.contiguous())
+    throw InternalError("CudaBackend::make_linear: weight " + rexnlu::describe(weight) + " is not contiguous F32");
+  // fp32 on the device, rounded there into the persistent fp16/bf16 copy, fp32 copy released.
+  const Tensor f32 = copy_of(weight);
+  TensorRef r(nullptr, type, {}, Device::kCuda);
+  r.rank = weight.rank;
+  r.shape = weight.shape;
+  r.strides = weight.strides;
+  std::shared_ptr<void> storage = allocate_persistent(static_cast<size_t>(weight.numel()) * dtype_size(type));
+  r.data = static_cast<std::byte*>(storage.get());
+  convert_from_f32(reinterpret_cast<const float*>(f32.ref().data), type, r.data, static_cast<size_t>(weight.numel()),
+                   stream_);
+  check(cudaStreamSynchronize(stream_), "CudaBackend::make_linear");
+  return Linear{Tensor(std::move(storage), r), bias.empty() ? Tensor() : copy_of(bias), Tensor()};
+}
+
+void CudaBackend::gemm(const GemmArgs& args) {
+  blas_->gemm(args, blas_workspace_.get(), blas_workspace_bytes_, stream_);
+}
+
+DeviceBatch CudaBackend::one_sequence(int length, const int32_t* positions, const uint8_t* mask) {
+  struct Header {
+    int32_t offsets[2];
+    int32_t pad[2];
+    int64_t mask_offset;
+  };
+  const Header h{{0, length}, {0, 0}, 0};
+  auto* d = workspace().alloc<Header>(1);
+  check(cudaMemcpyAsync(d, &h, sizeof h, cudaMemcpyHostToDevice, stream_), "CudaBackend::one_sequence");
+  DeviceBatch b;
+  b.num_sequences = 1;
+  b.max_length = length;
+  b.rows = length;
+  b.offsets = d->offsets;
+  b.mask_offsets = &d->mask_offset;
+  b.position_ids = positions;
+  b.masks = mask;
+  return b;
+}
+
+std::shared_ptr<void> CudaBackend::allocate_persistent(size_t bytes) {
+  void* p = nullptr;
+  if (const cudaError_t e = cudaMalloc(&p, bytes == 0 ? 256 : bytes); e != cudaSuccess) {
+    cudaGetLastError();  // out of memory is not sticky: clear it so later calls do not report it
+    throw std::bad_alloc();
+  }
+  return std::shared_ptr<void>(p, [](void* q) { cudaFree(q); });
+}
+
+void CudaBackend::copy_from_host(const void* host, void* device, size_t bytes) {
+  if (bytes) check(cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice), "CudaBackend::copy_from_host");
+}
+
+}  // namespace rexnlu::backends::cuda
