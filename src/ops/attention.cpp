@@ -1,5 +1,7 @@
 #include "ops/attention.h"
 
+#include <algorithm>
+
 #include "backends/cpu/disentangled_attention.h"
 #include "ops/check.h"
 #if REXNLU_HAVE_CUDA
@@ -11,8 +13,10 @@ namespace rexnlu::ops {
 
 using detail::to_int;
 
-void disentangled_attention(backends::Backend& be, const DisentangledAttention& a) {
-  constexpr const char* op = "disentangled_attention";
+namespace {
+
+// Everything but the mask: dtypes, devices, shapes and strides of q, k, v, q_rel, k_rel, out, position_ids.
+void check_rows(const char* op, const DisentangledAttention& a, const backends::Backend& be) {
   const int64_t L = a.q.rows(), width = a.q.cols(), rel_rows = a.q_rel.rows();
   for (auto [name, t] : {std::pair{"q", a.q}, {"k", a.k}, {"v", a.v}, {"q_rel", a.q_rel}, {"k_rel", a.k_rel}})
     detail::expect_matrix(op, name, t, DType::kF32, be);
@@ -25,6 +29,14 @@ void disentangled_attention(backends::Backend& be, const DisentangledAttention& 
   detail::expect(a.q.ld() == a.k.ld() && a.q.ld() == a.v.ld() && a.q_rel.ld() == a.k_rel.ld(), op,
                  "q, k, v (and q_rel, k_rel) must share a row stride");
   detail::expect_vector(op, "position_ids", a.position_ids, DType::kI32, L, be);
+}
+
+}  // namespace
+
+void disentangled_attention(backends::Backend& be, const DisentangledAttention& a) {
+  constexpr const char* op = "disentangled_attention";
+  const int64_t L = a.q.rows(), width = a.q.cols(), rel_rows = a.q_rel.rows();
+  check_rows(op, a, be);
   detail::expect_vector(op, "mask", a.mask, DType::kU8, L * L, be);
   switch (be.device()) {
     case Device::kCpu: {
@@ -77,6 +89,74 @@ void disentangled_attention(backends::Backend& be, const DisentangledAttention& 
 #endif
     default:
       detail::no_kernel(op, be);
+  }
+}
+
+void disentangled_attention(backends::Backend& be, const DisentangledAttention& a, const std::vector<int64_t>& offsets,
+                            const std::vector<ConstTensorRef>& masks) {
+  constexpr const char* op = "disentangled_attention (packed)";
+  const size_t B = masks.size();
+  detail::expect(offsets.size() == B + 1 && offsets.front() == 0 && offsets.back() == a.q.rows(), op,
+                 "offsets must hold 0, the sequence ends and the row count of q");
+#if REXNLU_HAVE_CUDA
+  if (be.device() == Device::kCuda && B > 1) {
+    // Checks every sequence's arguments as the one-sequence op would, then ONE launch.
+    int max_length = 0;
+    for (size_t b = 0; b < B; ++b) {
+      const int64_t L = offsets[b + 1] - offsets[b];
+      detail::expect(L > 0, op, "empty sequence");
+      detail::expect_vector(op, "mask", masks[b], DType::kU8, L * L, be);
+      max_length = std::max(max_length, to_int(L));
+    }
+    check_rows(op, a, be);
+    const int64_t rows = a.q.rows(), width = a.q.cols();
+    auto& cb = backends::cuda::CudaBackend::of(be);
+    const Workspace::Frame frame(be.workspace());
+    // Offsets as the kernel reads them; masks addressed from the lowest one (one device address space).
+    const std::byte* base = masks[0].data;
+    for (const ConstTensorRef& m : masks) base = std::min(base, m.data);
+    std::vector<int32_t> offsets32(offsets.begin(), offsets.end());
+    std::vector<int64_t> mask_offsets(B);
+    for (size_t b = 0; b < B; ++b) mask_offsets[b] = masks[b].data - base;
+    const ConstTensorRef d_offsets = be.upload(host_ref(offsets32.data(), {static_cast<int64_t>(B + 1)}));
+    const ConstTensorRef d_mask_offsets = be.upload(
+        ConstTensorRef(reinterpret_cast<const std::byte*>(mask_offsets.data()), DType::kI64, {static_cast<int64_t>(B)}));
+    backends::cuda::AttentionArgs c;
+    c.type = DType::kF32;
+    c.batch.num_sequences = static_cast<int>(B);
+    c.batch.max_length = max_length;
+    c.batch.rows = to_int(rows);
+    c.batch.offsets = d_offsets.i32();
+    c.batch.mask_offsets = reinterpret_cast<const int64_t*>(d_mask_offsets.data);
+    c.batch.position_ids = a.position_ids.i32();
+    c.batch.masks = reinterpret_cast<const uint8_t*>(base);
+    c.num_heads = a.num_heads;
+    c.head_dim = to_int(width / a.num_heads);
+    c.q = a.q.data;
+    c.k = a.k.data;
+    c.v = a.v.data;
+    c.ld_qkv = to_int(a.q.ld());
+    c.q_rel = a.q_rel.data;
+    c.k_rel = a.k_rel.data;
+    c.ld_rel = to_int(a.q_rel.ld());
+    c.rel_rows = to_int(a.q_rel.rows());
+    c.scale = a.scale;
+    c.out = a.out.data;
+    c.ld_out = to_int(a.out.ld());
+    backends::cuda::disentangled_attention(c, cb.stream());
+    return;
+  }
+#endif
+  for (size_t b = 0; b < B; ++b) {
+    const int64_t row0 = offsets[b], len = offsets[b + 1] - offsets[b];
+    DisentangledAttention s = a;
+    s.q = a.q.slice(row0, len);
+    s.k = a.k.slice(row0, len);
+    s.v = a.v.slice(row0, len);
+    s.position_ids = a.position_ids.slice(row0, len);
+    s.mask = masks[b];
+    s.out = a.out.slice(row0, len);
+    disentangled_attention(be, s);
   }
 }
 

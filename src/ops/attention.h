@@ -6,6 +6,8 @@
 // column masked comes out all zeros.
 #pragma once
 
+#include <vector>
+
 #include "backends/backend.h"
 
 namespace rexnlu::ops {
@@ -22,5 +24,12 @@ struct DisentangledAttention {
 
 // Scratch comes from the backend's workspace and is released before it returns.
 void disentangled_attention(backends::Backend& be, const DisentangledAttention& a);
+
+// The same for every sequence of a packed batch in one call: sequence b owns rows
+// [offsets[b], offsets[b+1]) of a.q, a.k, a.v, a.position_ids and a.out and attends under
+// masks[b] (U8 [L_b, L_b]); a.mask is not used. The CPU runs the sequences one after another,
+// the GPU all of them in one launch.
+void disentangled_attention(backends::Backend& be, const DisentangledAttention& a, const std::vector<int64_t>& offsets,
+                            const std::vector<ConstTensorRef>& masks);
 
 }  // namespace rexnlu::ops

@@ -275,6 +275,54 @@ TEST_P(OpsTest, DisentangledAttentionMatchesPerPairReference) {
   expect_close(on_host(out), want, 1e-5);
 }
 
+// Packed: three sequences of different lengths in one call equal three one-sequence calls (which
+// the test above holds to the reference loops); neighbours must not leak into each other.
+TEST_P(OpsTest, PackedAttentionEqualsOneCallPerSequence) {
+  const int heads = 2, d = 16, HD = heads * d, rel_rows = 32;
+  const std::vector<int64_t> offsets = {0, 5, 22, 30};
+  const int rows = int(offsets.back());
+  auto qkv = random_vec(size_t(rows) * 3 * HD, 50), rel = random_vec(size_t(rel_rows) * 2 * HD, 51);
+  std::vector<int32_t> pos(rows);
+  for (int i = 0; i < rows; ++i) pos[i] = (i * 5) % 11;
+  std::mt19937 rng(52);
+  std::vector<Tensor> masks_d;
+  std::vector<ConstTensorRef> masks;
+  for (size_t b = 0; b + 1 < offsets.size(); ++b) {
+    const int64_t L = offsets[b + 1] - offsets[b];
+    std::vector<uint8_t> m(size_t(L * L));
+    for (auto& x : m) x = (rng() % 3) != 0;
+    masks_d.push_back(on_device(m, {L, L}));
+    masks.push_back(masks_d.back());
+  }
+  Tensor qkv_d = on_device(qkv, {rows, 3 * HD}), rel_d = on_device(rel, {rel_rows, 2 * HD}), pos_d = on_device(pos, {rows});
+  Tensor packed = on_device(std::vector<float>(size_t(rows) * HD, 7.0f), {rows, HD});
+  Tensor alone = on_device(std::vector<float>(size_t(rows) * HD, 7.0f), {rows, HD});
+  DisentangledAttention a;
+  a.num_heads = heads;
+  a.scale = std::sqrt(float(d) * 3.0f);
+  a.q = qkv_d.ref().columns(0, HD);
+  a.k = qkv_d.ref().columns(HD, HD);
+  a.v = qkv_d.ref().columns(2 * HD, HD);
+  a.q_rel = rel_d.ref().columns(0, HD);
+  a.k_rel = rel_d.ref().columns(HD, HD);
+  a.position_ids = pos_d;
+  a.out = packed.mutable_ref();
+  disentangled_attention(be(), a, offsets, masks);
+  for (size_t b = 0; b + 1 < offsets.size(); ++b) {
+    const int64_t row0 = offsets[b], len = offsets[b + 1] - offsets[b];
+    DisentangledAttention s = a;
+    s.q = a.q.slice(row0, len);
+    s.k = a.k.slice(row0, len);
+    s.v = a.v.slice(row0, len);
+    s.position_ids = a.position_ids.slice(row0, len);
+    s.mask = masks[b];
+    s.out = alone.mutable_ref().slice(row0, len);
+    disentangled_attention(be(), s);
+  }
+  const std::vector<float> got = on_host(packed), want = on_host(alone);
+  for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-6 * std::max(1.0f, std::abs(want[i]))) << i;
+}
+
 TEST_P(OpsTest, EmbeddingCopyAndZeroRows) {
   const int rows = 10, width = 12;
   auto table = random_vec(size_t(rows) * width, 40);

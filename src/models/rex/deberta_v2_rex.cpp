@@ -92,22 +92,17 @@ void DebertaV2RexEncoder::run_layer(backends::Backend& be, const Layer& L, const
   ops::linear(be, h, L.qkv, qkv);
 
   const TensorRef ctx = be.alloc(DType::kF32, {T, H});
-  for (int b = 0; b < batch.num_sequences(); ++b) {
-    const int64_t row0 = batch.offset(b), len = batch.length(b);
-    const TensorRef seq = qkv.slice(row0, len);
-    ops::DisentangledAttention a;
-    a.num_heads = heads_;
-    a.scale = scale_;
-    a.q = seq.columns(0, H);
-    a.k = seq.columns(H, H);
-    a.v = seq.columns(2 * H, H);
-    a.q_rel = L.rel_qk.ref().columns(0, H);
-    a.k_rel = L.rel_qk.ref().columns(H, H);
-    a.position_ids = positions.slice(row0, len);
-    a.mask = masks[b];
-    a.out = ctx.slice(row0, len);
-    ops::disentangled_attention(be, a);
-  }
+  ops::DisentangledAttention a;  // every sequence of the batch, each under its own mask
+  a.num_heads = heads_;
+  a.scale = scale_;
+  a.q = qkv.columns(0, H);
+  a.k = qkv.columns(H, H);
+  a.v = qkv.columns(2 * H, H);
+  a.q_rel = L.rel_qk.ref().columns(0, H);
+  a.k_rel = L.rel_qk.ref().columns(H, H);
+  a.position_ids = positions;
+  a.out = ctx;
+  ops::disentangled_attention(be, a, batch.offsets, masks);
 
   // a = LayerNorm(ctx Wo^T + bo + h)
   const TensorRef attn = be.alloc(DType::kF32, {T, H});
