@@ -16,17 +16,12 @@
 #include "backends/cpu/vec_math.h"
 #include "rexnlu/error.h"
 #include "tensor/workspace.h"
+#include "random_values.h"
 
 namespace rexnlu::backends::cpu {
 namespace {
 
-std::vector<float> random_vec(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(lo, hi);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  return v;
-}
+using rexnlu::testing::random_vec;
 
 void expect_close(const std::vector<float>& got, const std::vector<double>& want, double tol) {
   ASSERT_EQ(got.size(), want.size());

@@ -36,6 +36,7 @@
 #include "backends/cpu/rotary.h"
 #include "backends/cpu/softmax.h"
 #include "rexnlu/error.h"
+#include "random_values.h"
 
 namespace rexnlu::backends {
 namespace {
@@ -56,13 +57,7 @@ std::vector<float> conv1d_taps(const float* weight, int out, int in) {
   return taps;
 }
 
-std::vector<float> random_vec(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(lo, hi);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  return v;
-}
+using rexnlu::testing::random_vec;
 
 // Rounds values to what `type` can hold (so the CPU reference sees the GPU's exact inputs).
 void round_to(std::vector<float>& v, DType type) {

@@ -22,17 +22,12 @@
 #include "ops/rotary.h"
 #include "ops/tensor_ops.h"
 #include "rexnlu/error.h"
+#include "random_values.h"
 
 namespace rexnlu::ops {
 namespace {
 
-std::vector<float> random_vec(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(lo, hi);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  return v;
-}
+using rexnlu::testing::random_vec;
 
 void expect_close(const std::vector<float>& got, const std::vector<double>& want, double tol) {
   ASSERT_EQ(got.size(), want.size());
