@@ -7,8 +7,12 @@
 Each round runs `rexnlu bench --batch 1` (the engine's extract_batch timed in C++) and then the
 same requests through rexnlu.Engine.extract and rexnlu.pipeline(...)(input, schema) from Python
 (timed around each call, so argument conversion, the GIL release and building the result dicts
-count), alternating to share the machine's drift. Prints one JSON line per round and a summary:
-median latency per request of each, and the overhead of each Python call over the CLI's median.
+count), alternating to share the machine's drift. Wall clocks of two processes on a loaded machine
+differ by more than the binding costs, so each round also splits single Python calls into the
+engine's own time (timings=True) and the rest (binding_us per call, binding_pct of the engine's
+time): that is the binding's overhead measured directly. Prints one JSON line per round (p50 and mean
+latency per request of each) and a summary: the median over rounds of each, and the overhead of
+each Python call over the CLI.
 """
 import argparse
 import json
@@ -35,7 +39,8 @@ def cli_round(args, texts_file):
     out = subprocess.run([args.cli, "bench", "--model", args.model, "--texts", texts_file, "--n", str(args.n),
                           "--batch", "1", "--warmup", "2", "--threads", str(args.threads), "--json"],
                          check=True, capture_output=True, text=True).stdout
-    return json.loads(out)["latency_ms"]["mean"]
+    latency = json.loads(out)["latency_ms"]
+    return latency["p50"], latency["mean"]
 
 
 def python_round(call, requests, n):
@@ -47,7 +52,22 @@ def python_round(call, requests, n):
         t0 = time.perf_counter()
         call(text, schema)
         times.append(time.perf_counter() - t0)
-    return 1e3 * statistics.fmean(times)
+    return 1e3 * statistics.median(times), 1e3 * statistics.fmean(times)
+
+
+def split_round(engine, requests, n):
+    """In one process and one call: the call's wall time vs the engine's own (Engine.extract(...,
+    timings=True)); the difference is what the binding adds (conversions, GIL, result dicts)."""
+    binding, engine_s = [], []
+    for i in range(n):
+        text, schema = requests[i % len(requests)]
+        t0 = time.perf_counter()
+        r = engine.extract(text, schema, timings=True)
+        wall = time.perf_counter() - t0
+        inside = r["timings"]["tokenize"] + r["timings"]["forward"] + r["timings"]["decode"]
+        binding.append(wall - inside)
+        engine_s.append(inside)
+    return 1e6 * statistics.median(binding), 100 * sum(binding) / sum(engine_s)
 
 
 def main():
@@ -73,17 +93,23 @@ def main():
     rounds = []
     try:
         for r in range(args.rounds):
-            row = {"round": r,
-                   "cli_ms": cli_round(args, texts_file),
-                   "engine_extract_ms": python_round(engine.extract, requests, args.n),
-                   "pipeline_call_ms": python_round(lambda t, s: pipe(input=t, schema=s), requests, args.n)}
+            row = {"round": r}
+            for name, (p50, mean) in (
+                    ("cli", cli_round(args, texts_file)),
+                    ("engine_extract", python_round(engine.extract, requests, args.n)),
+                    ("pipeline_call", python_round(lambda t, s: pipe(input=t, schema=s), requests, args.n))):
+                row[f"{name}_p50_ms"], row[f"{name}_mean_ms"] = p50, mean
+            row["binding_us"], row["binding_pct"] = split_round(engine, requests, args.n)
             rounds.append(row)
             print(json.dumps(row), flush=True)
     finally:
         os.remove(texts_file)
-    summary = {k: statistics.median(r[k] for r in rounds) for k in ("cli_ms", "engine_extract_ms", "pipeline_call_ms")}
-    summary["engine_extract_overhead_pct"] = 100 * (summary["engine_extract_ms"] / summary["cli_ms"] - 1)
-    summary["pipeline_call_overhead_pct"] = 100 * (summary["pipeline_call_ms"] / summary["cli_ms"] - 1)
+    keys = [k for k in rounds[0] if k != "round"]
+    summary = {k: round(statistics.median(r[k] for r in rounds), 3) for k in keys}
+    for name in ("engine_extract", "pipeline_call"):
+        for stat in ("p50", "mean"):
+            summary[f"{name}_{stat}_overhead_pct"] = round(
+                100 * (summary[f"{name}_{stat}_ms"] / summary[f"cli_{stat}_ms"] - 1), 2)
     summary.update(requests=args.n, distinct_texts=len(requests), rounds=args.rounds, threads=args.threads,
                    model=os.path.basename(args.model), python=sys.version.split()[0])
     print(json.dumps(summary, indent=2))

@@ -22,7 +22,9 @@ class Engine:
         precision: str = "fp32",
         threads: int = 0,
     ) -> None: ...
-    def extract(self, text: str, schema: Schema, *, timeout: Optional[float] = None, **options: Any) -> Output: ...
+    def extract(
+        self, text: str, schema: Schema, *, timeout: Optional[float] = None, timings: bool = False, **options: Any
+    ) -> Output: ...
     def extract_batch(
         self,
         texts: Sequence[str],

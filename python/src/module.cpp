@@ -60,10 +60,10 @@ One Engine may be shared by any number of threads; the GIL is released while it 
            py::arg("device") = "cpu", py::arg("precision") = "fp32", py::arg("threads") = 0)
       .def(
           "extract",
-          [](PyEngine& e, const py::handle& text, const py::handle& schema, const py::object& timeout,
-             const py::kwargs& options) { return e.extract(text, schema, timeout, options); },
-          py::arg("text"), py::arg("schema"), py::kw_only(), py::arg("timeout") = py::none(),
-          R"doc(extract(text, schema, *, timeout=None, **options) -> dict
+          [](PyEngine& e, const py::handle& text, const py::handle& schema, const py::object& timeout, bool timings,
+             const py::kwargs& options) { return e.extract(text, schema, timeout, timings, options); },
+          py::arg("text"), py::arg("schema"), py::kw_only(), py::arg("timeout") = py::none(), py::arg("timings") = false,
+          R"doc(extract(text, schema, *, timeout=None, timings=False, **options) -> dict
 
 Runs one text. schema: a dict such as {'人物': None, '组织机构': None} (nested for relations and
 events) or the same as a JSON string. Returns {'output': [path, ...]} where a path is a list of
@@ -71,7 +71,9 @@ events) or the same as a JSON string. Returns {'output': [path, ...]} where a pa
 in code points of text, so text[start:end] == span; in UTF-8 bytes with byte_offsets=True), plus
 'warnings' when some type was skipped. options: link_threshold, max_len, stride, hint_max_len,
 dedup, probabilities, byte_offsets, max_batch_cells (docs/options.md). timeout: seconds, after
-which the request stops between model calls with TimeoutError.
+which the request stops between model calls with TimeoutError. timings=True adds 'timings': the
+engine's own seconds by stage {'tokenize', 'forward', 'decode', 'forward_calls'} (the rest of a
+call's time is the binding's).
 Raises TypeError for arguments of the wrong type, ValueError (the engine's message) for a bad
 text, schema or option, LimitExceededError (a ValueError) past the engine's limits.)doc")
       .def(

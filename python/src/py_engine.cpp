@@ -64,7 +64,7 @@ int64_t int_arg(const py::handle& value, const std::string& name) {
 PyEngine::PyEngine(const py::object& model_dir, const std::string& device, const std::string& precision, int threads)
     : engine_(load(model_dir, device, precision, threads)) {}
 
-std::vector<Result> PyEngine::run(std::vector<Request>& requests, const py::object& timeout) {
+std::vector<Result> PyEngine::run(std::vector<Request>& requests, const py::object& timeout, BatchTimings* timings) {
   const auto deadline = deadline_of(timeout);
   for (auto& r : requests) r.deadline = deadline;
   // On the main thread Ctrl-C cancels between model calls (the handler's exception is raised after).
@@ -82,21 +82,31 @@ std::vector<Result> PyEngine::run(std::vector<Request>& requests, const py::obje
   {
     py::gil_scoped_release release;
     std::shared_lock lock(mutex_);
-    results = engine_.extract_batch(requests, nullptr, cancelled);
+    results = engine_.extract_batch(requests, timings, cancelled);
   }
   if (interrupted) throw py::error_already_set();
   return results;
 }
 
-py::dict PyEngine::extract(const py::handle& text, const py::handle& schema, const py::object& timeout,
+py::dict PyEngine::extract(const py::handle& text, const py::handle& schema, const py::object& timeout, bool timings,
                            const py::dict& options) {
   std::vector<Request> requests(1);
   requests[0].text = utf8_arg(text, "text");
   requests[0].schema = schema_arg(schema);
   requests[0].options = options_arg(options);
-  const std::vector<Result> results = run(requests, timeout);
+  BatchTimings t;
+  const std::vector<Result> results = run(requests, timeout, timings ? &t : nullptr);
   if (!results[0].ok()) throw Error(results[0].error_kind, results[0].error);
-  return result_dict(results[0]);
+  py::dict d = result_dict(results[0]);
+  if (timings) {
+    py::dict td;
+    td["tokenize"] = t.tokenize_seconds;
+    td["forward"] = t.forward_seconds;
+    td["decode"] = t.decode_seconds;
+    td["forward_calls"] = t.forward_calls;
+    d["timings"] = td;
+  }
+  return d;
 }
 
 py::list PyEngine::extract_batch(const py::handle& texts, const py::handle& schema, const py::object& timeout,

@@ -23,7 +23,9 @@ class PyEngine {
   PyEngine(const py::object& model_dir, const std::string& device, const std::string& precision, int threads);
 
   // One text -> its result dict; raises on a bad request (ValueError, LimitExceededError, ...).
-  py::dict extract(const py::handle& text, const py::handle& schema, const py::object& timeout, const py::dict& options);
+  // With `timings` the dict also holds the engine's own time by stage ("timings": seconds).
+  py::dict extract(const py::handle& text, const py::handle& schema, const py::object& timeout, bool timings,
+                   const py::dict& options);
 
   // Several texts in one engine call (shared model forwards). `schema` is one schema for all or a
   // list of one per text. A failed request gets {"error", "error_kind"}; the others are unaffected.
@@ -42,7 +44,7 @@ class PyEngine {
   std::vector<std::string> load_warnings() const { return engine_.load_warnings(); }
 
  private:
-  std::vector<Result> run(std::vector<Request>& requests, const py::object& timeout);
+  std::vector<Result> run(std::vector<Request>& requests, const py::object& timeout, BatchTimings* timings = nullptr);
 
   Engine engine_;
   mutable std::shared_mutex mutex_;  // extractions share it; set_limits takes it alone
