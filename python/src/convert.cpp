@@ -73,31 +73,31 @@ Options options_arg(const py::dict& kwargs) {
   return options_from_json(to_json(kwargs, "options"));
 }
 
-py::dict result_dict(const Result& r) {
-  py::dict d;
-  if (!r.ok()) {
-    d["error"] = r.error;
-    d["error_kind"] = error_kind_name(r.error_kind);
-    return d;
-  }
-  py::list output;
-  for (const Path& path : r.paths) {
-    py::list p;
-    for (const Span& s : path) {
-      py::dict item;
-      item["type"] = s.type;
-      item["span"] = s.span;
-      py::list offset;
-      offset.append(s.start);
-      offset.append(s.end);
-      item["offset"] = offset;
-      if (r.with_probabilities) item["probability"] = s.probability;
-      p.append(std::move(item));
+py::object from_json(const Json& j) {
+  switch (j.type()) {
+    case Json::value_t::null: return py::none();
+    case Json::value_t::boolean: return py::bool_(j.get<bool>());
+    case Json::value_t::number_integer: return py::int_(j.get<int64_t>());
+    case Json::value_t::number_unsigned: return py::int_(j.get<uint64_t>());
+    case Json::value_t::number_float: return py::float_(j.get<double>());
+    case Json::value_t::string: return py::str(j.get_ref<const std::string&>());
+    case Json::value_t::array: {
+      py::list list;
+      for (const Json& item : j) list.append(from_json(item));
+      return list;
     }
-    output.append(std::move(p));
+    case Json::value_t::object: {
+      py::dict dict;
+      for (auto it = j.begin(); it != j.end(); ++it) dict[py::str(it.key())] = from_json(it.value());
+      return dict;
+    }
+    default: throw py::value_error("a JSON value of type " + std::string(j.type_name()) + " has no Python form");
   }
-  d["output"] = std::move(output);
-  if (!r.warnings.empty()) d["warnings"] = py::cast(r.warnings);
+}
+
+py::dict result_dict(const Result& r) {
+  py::dict d = from_json(result_json(r));  // the one serializer of results (include/rexnlu/json.h)
+  if (!r.ok()) d["error_kind"] = error_kind_name(r.error_kind);
   return d;
 }
 

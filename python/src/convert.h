@@ -31,8 +31,11 @@ Json to_json(py::handle value, const char* what);
 // messages as docs/options.md). ValueError for an unknown option or a bad value.
 Options options_arg(const py::dict& kwargs);
 
-// {"output": [[{"type", "span", "offset": [s, e], "probability"?}...]...], "warnings"?: [...]}, or
-// {"error": "...", "error_kind": "..."} for a failed request of a batch.
+// JSON -> the Python value (None, bool, int, float, str, list, dict).
+py::object from_json(const Json& j);
+
+// rexnlu::result_json as Python: {"output": [[{"type", "span", "offset": [s, e], "probability"?}...]...],
+// "warnings"?: [...]}, or {"error": "...", "error_kind": "..."} for a failed request of a batch.
 py::dict result_dict(const Result& r);
 
 // Registers ModelError, LimitExceededError (both ValueError), the translation of rexnlu::Error
