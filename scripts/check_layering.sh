@@ -26,6 +26,7 @@ check() {
 
 check apps                server/http_server.h
 check src/server          server/
+check python/src          # the Python binding: the public API only
 # common/json_input.h (the depth-capped JSON parse) sits below everything in src/; apps and
 # src/server reach it through rexnlu::parse_json_input (include/rexnlu/json.h).
 check src/engine          engine/ uie/ models/registry.h models/family.h models/link_model.h text/ common/

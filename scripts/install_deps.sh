@@ -20,6 +20,7 @@ packages=(
   chromium                               # browser test of the web page (tests/browser), headless
   fonts-wqy-microhei                     # a CJK font, so the page's screenshots show Chinese text
   wrk                                    # HTTP load generator of bench/load_test.sh
+  python3-dev pybind11-dev python3-pytest  # the Python package rexnlu (python/) and its tests (tests/python)
 )
 missing=()
 for p in "${packages[@]}"; do
