@@ -1,9 +1,9 @@
 // Encoder + link head latency/throughput of rexnlu's CPU engine (fp32) on a model directory and a
 // set of input cases written by run_encoder_bench.sh (the PyTorch baseline reads the same files).
-//   encoder_bench MODEL_DIR CASES_JSON [threads=2] [min_seconds=3]
+//   encoder_bench MODEL_DIR CASES_JSON [threads=2] [min_seconds=3] [precision=fp32]
 // CASES_JSON: [{"name", "batch", "input_ids", "position_ids", "attention_mask": ["0101..", ..]}]
 // Prints one JSON object per case: {"engine":"rexnlu","name","batch","L","ms_median","ms_min",
-// "reps","gflop","logits_abs_sum"} (logits_abs_sum of sequence 0, to check both engines agree).
+// "reps","gflop","logits_abs_sum","precision"} (logits_abs_sum of sequence 0, to check both engines agree).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -39,13 +39,21 @@ double forward_flops(const rexnlu::models::rex::ModelConfig& c, const SequenceIn
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: %s MODEL_DIR CASES_JSON [threads=2] [min_seconds=3]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s MODEL_DIR CASES_JSON [threads=2] [min_seconds=3] [precision=fp32]\n", argv[0]);
     return 2;
   }
   const int threads = argc > 3 ? std::atoi(argv[3]) : 2;
   const double min_seconds = argc > 4 ? std::atof(argv[4]) : 3.0;
   rexnlu::LoadOptions options;
   options.threads = threads;
+  if (argc > 5) {
+    const auto p = rexnlu::parse_precision(argv[5]);
+    if (!p) {
+      std::fprintf(stderr, "encoder_bench: unknown precision %s (fp32, bf16, int8)\n", argv[5]);
+      return 2;
+    }
+    options.precision = *p;
+  }
   // The full-size case has no vocab.txt: the embedding table's rows stand for the vocabulary.
   const std::filesystem::path dir = argv[1];
   const auto model = [&] {
@@ -81,7 +89,8 @@ int main(int argc, char** argv) {
     for (float z : out[0]) abs_sum += std::abs(z);
     nlohmann::json r = {{"engine", "rexnlu"}, {"name", c.at("name")}, {"batch", batch}, {"L", s.length()},
                         {"ms_median", ms[ms.size() / 2]}, {"ms_min", ms.front()}, {"reps", ms.size()},
-                        {"gflop", batch * forward_flops(model->config(), s) * 1e-9}, {"logits_abs_sum", abs_sum}};
+                        {"gflop", batch * forward_flops(model->config(), s) * 1e-9}, {"logits_abs_sum", abs_sum},
+                        {"precision", std::string(rexnlu::precision_name(options.precision))}};
     std::printf("%s\n", r.dump().c_str());
     std::fflush(stdout);
   }
