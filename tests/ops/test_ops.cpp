@@ -320,12 +320,15 @@ TEST(Backends, UnsupportedDeviceOrPrecisionIsAClearError) {
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()), "device cuda: this build has no CUDA backend");
   }
-  try {
-    backends::make_backend(LoadOptions{Device::kCpu, Precision::kFloat16, 0});
-    FAIL() << "no error";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
-    EXPECT_NE(std::string(e.what()).find("precision fp16"), std::string::npos) << e.what();
+  // bf16 on the CPU is not implemented (issue 14 item 2 is open): refused like fp16, naming it.
+  for (Precision p : {Precision::kFloat16, Precision::kBFloat16}) {
+    try {
+      backends::make_backend(LoadOptions{Device::kCpu, p, 0});
+      FAIL() << "no error";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput);
+      EXPECT_NE(std::string(e.what()).find("precision " + std::string(precision_name(p))), std::string::npos) << e.what();
+    }
   }
 }
 

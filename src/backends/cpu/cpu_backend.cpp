@@ -22,7 +22,7 @@ void check_precision(Precision precision) {
         throw InputError("precision int8: this build has no int8 gemm (it needs the oneDNN build, REXNLU_BLAS=dnnl)");
       return;
     default:
-      throw InputError("precision " + name + ": the CPU backend runs fp32 and int8 only");
+      throw InputError("precision " + name + ": the CPU backend runs fp32 and int8 only (bf16 / fp16 weights are not implemented)");
   }
 }
 

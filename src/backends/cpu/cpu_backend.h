@@ -7,8 +7,8 @@
 namespace rexnlu::backends::cpu {
 
 // Throws rexnlu::Error (kInvalidInput) when this build or this CPU cannot run `precision`:
-// fp32 and int8 run everywhere (int8 needs the oneDNN build), bf16 needs a CPU with AVX-512 BF16 or
-// AMX; fp16 is not implemented on the CPU.
+// fp32 and int8 run everywhere (int8 needs the oneDNN build); bf16 and fp16 are not implemented on
+// the CPU.
 void check_precision(Precision precision);
 
 class CpuBackend final : public Backend {
