@@ -75,6 +75,7 @@ void run_info(const InfoFlags& f) {
             {"checkpoint_format", info.checkpoint_format},
             {"checkpoint_bytes", file_bytes},
             {"backend", info.backend},
+            {"precision", info.precision},
             {"warnings", warnings}};
   if (f.json) {
     std::cout << j.dump(2) << '\n';

@@ -4,7 +4,7 @@
 // (device cuda or cuda:N and precision fp16 / bf16 for the GPU: bench/run_gpu_bench.sh).
 // CASES_JSON: [{"name", "batch", "input_ids", "position_ids", "attention_mask": ["0101..", ..]}]
 // Prints one JSON object per case: {"engine":"rexnlu" (or "rexnlu-<device>-<precision>" off the CPU),"name","batch","L","ms_median","ms_min",
-// "reps","gflop","logits_abs_sum"} (logits_abs_sum of sequence 0, to check both engines agree).
+// "reps","gflop","logits_abs_sum","precision"} (logits_abs_sum of sequence 0, to check both engines agree).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
   if (argc > 6) {
     const auto p = rexnlu::parse_precision(argv[6]);
     if (!p) {
-      std::fprintf(stderr, "not a precision: %s\n", argv[6]);
+      std::fprintf(stderr, "encoder_bench: unknown precision %s (fp32, fp16, bf16, int8)\n", argv[6]);
       return 2;
     }
     options.precision = *p;
@@ -98,7 +98,8 @@ int main(int argc, char** argv) {
     for (float z : out[0]) abs_sum += std::abs(z);
     nlohmann::json r = {{"engine", engine}, {"name", c.at("name")}, {"batch", batch}, {"L", s.length()},
                         {"ms_median", ms[ms.size() / 2]}, {"ms_min", ms.front()}, {"reps", ms.size()},
-                        {"gflop", batch * forward_flops(model->config(), s) * 1e-9}, {"logits_abs_sum", abs_sum}};
+                        {"gflop", batch * forward_flops(model->config(), s) * 1e-9}, {"logits_abs_sum", abs_sum},
+                        {"precision", std::string(rexnlu::precision_name(options.precision))}};
     std::printf("%s\n", r.dump().c_str());
     std::fflush(stdout);
   }

@@ -38,12 +38,12 @@ if command -v taskset >/dev/null && (( THREADS <= $(nproc) )); then
 fi
 
 # rexnlu rows, one per precision. fp32 is encoder_bench as it is. int8 / bf16 (issue 14 items 1-2)
-# come in as encoder_bench's 5th argument PRECISION: it must print "precision" in its JSON lines
+# come in as encoder_bench's arguments DEVICE PRECISION (cpu int8): it must print "precision" in its JSON lines
 # (checked here, so that an encoder_bench that ignores the argument cannot pass fp32 off as int8),
 # then REXNLU_PRECISIONS="fp32 int8 bf16" adds the rows.
 rexnlu_bench() {
   local p=$1 args=("$BUILD/bench/encoder_bench" "$WORK/model" "$WORK/cases.json" "$THREADS" "$MIN_SECONDS")
-  [[ $p == fp32 ]] || args+=("$p")
+  [[ $p == fp32 ]] || args+=(cpu "$p")
   local out; out=$("${PIN[@]}" "${args[@]}")
   if [[ $p != fp32 ]] && grep -qv "\"precision\":\"$p\"" <<< "$out"; then
     echo "run_cpu_bench.sh: encoder_bench did not report precision $p" >&2; exit 1

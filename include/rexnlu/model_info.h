@@ -23,6 +23,8 @@ struct ModelInfo {
   std::string checkpoint_format;  // "safetensors", "PyTorch zip (torch.save)", ...
   int64_t checkpoint_tensors = 0;
   std::string backend;            // e.g. "cpu, 2 threads, fp32, oneDNN sgemm ..."
+  std::string device;             // LoadOptions' device and precision names: "cpu", "int8"
+  std::string precision;
 };
 
 }  // namespace rexnlu

@@ -42,17 +42,15 @@ Tensor Backend::copy_of(ConstTensorRef host) {
 Linear Backend::make_linear(ConstTensorRef weight, ConstTensorRef bias) {
   if (precision_ != Precision::kFloat32)
     throw InternalError("Backend::make_linear: precision " + std::string(precision_name(precision_)) + " not implemented");
-  return Linear{copy_of(weight), bias.empty() ? Tensor() : copy_of(bias), Tensor()};
+  return Linear{copy_of(weight), bias.empty() ? Tensor() : copy_of(bias), Tensor(), Tensor()};
 }
 
 std::unique_ptr<Backend> make_backend(const LoadOptions& o) {
   if (o.threads < 0) throw InputError("threads must be >= 0 (0 = one per core), got " + std::to_string(o.threads));
   switch (o.device) {
     case Device::kCpu:
-      if (o.precision != Precision::kFloat32)
-        throw InputError("precision " + std::string(precision_name(o.precision)) +
-                         ": the CPU backend computes in fp32 only (int8 / fp16 / bf16 weights are not implemented yet)");
-      return std::make_unique<cpu::CpuBackend>(o.threads);
+      cpu::check_precision(o.precision);
+      return std::make_unique<cpu::CpuBackend>(o.threads, o.precision);
     case Device::kCuda:
 #if REXNLU_HAVE_CUDA
       return std::make_unique<cuda::CudaBackend>(o.device_index, o.precision);

@@ -19,6 +19,8 @@ Engine::~Engine() = default;
 
 Engine Engine::load(const std::filesystem::path& model_dir, const LoadOptions& options) {
   models::LoadedModel m = models::family_of(model_dir).load(model_dir, options);
+  m.info.device = device_name(options.device);
+  m.info.precision = precision_name(options.precision);
   return Engine(std::make_unique<Impl>(
       Impl{std::move(m.tokenizer), std::move(m.network), std::move(m.warnings), std::move(m.info)}));
 }

@@ -1,6 +1,7 @@
 #include "ops/linear.h"
 
 #include "backends/cpu/gemm.h"
+#include "backends/cpu/gemm_int8.h"
 #include "ops/check.h"
 #if REXNLU_HAVE_CUDA
 #include "backends/cuda/cuda_backend.h"
@@ -59,14 +60,25 @@ void linear(backends::Backend& be, ConstTensorRef x, const Linear& w, TensorRef 
   detail::expect(x.contiguous(), op, "x must be contiguous");
   if (!w.bias.empty()) detail::expect_vector(op, "bias", w.bias, DType::kF32, w.out_features(), be);
   switch (be.device()) {
-    case Device::kCpu:
-      if (W.dtype != DType::kF32) detail::no_kernel("linear (non-F32 weights)", be);
+    case Device::kCpu: {
+      const int rows = to_int(x.rows()), in = to_int(x.cols()), out = to_int(w.out_features());
+      const float* bias = w.bias.empty() ? nullptr : w.bias.ref().f32();
+      if (W.dtype == DType::kI8) {  // --precision int8 (backends/cpu/gemm_int8.h)
+        detail::expect_matrix(op, "W", W, DType::kI8, be);
+        detail::expect(W.ld() == W.cols(), op, "W must be contiguous");
+        detail::expect_vector(op, "scale", w.scale, DType::kF32, w.out_features(), be);
+        detail::expect_vector(op, "scaled_sum", w.scaled_sum, DType::kF32, w.out_features(), be);
+        const Workspace::Frame frame(be.workspace());
+        void* scratch = be.workspace().alloc<std::byte>(backends::cpu::linear_int8_scratch_bytes(rows, in));
+        backends::cpu::linear_int8(x.f32(), rows, in, reinterpret_cast<const int8_t*>(W.data), w.scale.ref().f32(),
+                                   w.scaled_sum.ref().f32(), bias, out, y.f32(), to_int(y.ld()), scratch);
+        return;
+      }
       detail::expect_matrix(op, "W", W, DType::kF32, be);
       detail::expect(W.ld() == W.cols(), op, "W must be contiguous");
-      backends::cpu::linear(x.f32(), to_int(x.rows()), to_int(x.cols()), W.f32(),
-                            w.bias.empty() ? nullptr : w.bias.ref().f32(), to_int(w.out_features()), y.f32(),
-                            to_int(y.ld()));
+      backends::cpu::linear(x.f32(), rows, in, W.f32(), bias, out, y.f32(), to_int(y.ld()));
       return;
+    }
 #if REXNLU_HAVE_CUDA
     case Device::kCuda: {
       // F16 / BF16 weights: the input is rounded to their type, the product accumulates in fp32.

@@ -281,6 +281,12 @@ HttpResponse HttpServer::Impl::handle_info() {
     std::lock_guard lock(mutex);
     Json model = {{"path", config.model_path}, {"loaded", batcher != nullptr}};
     model["load_warnings"] = engine ? Json(engine->load_warnings()) : Json::array();
+    if (engine) {
+      const ModelInfo& mi = engine->model_info();
+      model["device"] = mi.device;
+      model["precision"] = mi.precision;
+      model["backend"] = mi.backend;
+    }
     if (!load_error.empty()) model["load_error"] = load_error;
     info["model"] = std::move(model);
   }

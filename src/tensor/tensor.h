@@ -29,19 +29,22 @@ class Tensor {
 };
 
 // The weights of y = x W^T + b (nn.Linear, W = [out, in]) in the layout the backend chose at load
-// for the requested precision: F32 [out, in] now; an int8 W comes with a per-output-channel
-// `scale` [out], F16/BF16 W with none. ops::linear reads whichever layout it finds.
+// for the requested precision: F32 [out, in]; an I8 W (--precision int8) comes with a
+// per-output-channel `scale` [out] and `scaled_sum` [out], BF16 W with neither. ops::linear reads
+// whichever layout it finds.
 struct Linear {
   Tensor weight;
-  Tensor bias;   // [out], F32; may be empty
-  Tensor scale;  // [out], F32; only for integer weights
+  Tensor bias;        // [out], F32; may be empty
+  Tensor scale;       // [out], F32; only for integer weights: W[n,:] ~ scale[n] * weight[n,:]
+  Tensor scaled_sum;  // [out], F32; only for integer weights: scale[n] * sum_k weight[n,k]
 
   int64_t out_features() const { return weight.ref().shape[0]; }
   int64_t in_features() const { return weight.ref().cols(); }
   // Output channels [first, first + count) (e.g. q|k of a fused q|k|v layer).
   Linear out_slice(int64_t first, int64_t count) const {
     return Linear{weight.slice(first, count), bias.empty() ? Tensor() : bias.slice(first, count),
-                  scale.empty() ? Tensor() : scale.slice(first, count)};
+                  scale.empty() ? Tensor() : scale.slice(first, count),
+                  scaled_sum.empty() ? Tensor() : scaled_sum.slice(first, count)};
   }
 };
 

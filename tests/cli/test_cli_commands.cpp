@@ -113,6 +113,13 @@ void expect_error(const std::vector<std::string>& args, const std::string& messa
   EXPECT_EQ(r.out, "") << args[0];
 }
 
+TEST(CliPrecision, InfoReportsInt8) {
+  const Outcome r = rexnlu({"info", "--model", kTiny, "--precision", "int8", "--json"});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("\"precision\": \"int8\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("oneDNN u8 x s8 gemm"), std::string::npos) << r.out;
+}
+
 TEST(CliErrors, GoToStderrWithNonZeroExit) {
   expect_error({"no-such-command"}, "A subcommand is required");  // CLI11's message
   expect_error({"extract", "张三", "--schema", kNerSchema, "--model", "/no/such/model"}, "/no/such/model");
@@ -133,8 +140,8 @@ TEST(CliErrors, GoToStderrWithNonZeroExit) {
   expect_error({"info", "--model", kTiny, "--device", "cuda"}, "rexnlu info: device cuda: this build has no CUDA backend");
 #endif
   expect_error({"info", "--model", kTiny, "--device", "cuda:x"}, "must be cpu, cuda or cuda:N, not cuda:x");
-  expect_error({"extract", "张三", "--schema", kNerSchema, "--model", kTiny, "--precision", "int8"},
-               "rexnlu extract: precision int8: the CPU backend computes in fp32 only");
+  expect_error({"extract", "张三", "--schema", kNerSchema, "--model", kTiny, "--precision", "bf16"},
+               "rexnlu extract: precision bf16: the CPU backend runs fp32 and int8 only");
   expect_error({"bench", "--model", kTiny, "--n", "0"}, "--n: 0 is out of range: give a whole number from 1 to");
   expect_error({"info", "--model", kTiny, "--threads", "-1"}, "--threads: -1 is out of range: give a whole number from 0 to 1024");
   expect_error({"bench", "--model", kTiny, "--texts", "/no/such/texts.txt"}, "/no/such/texts.txt");

@@ -118,6 +118,7 @@ TEST(HttpRoutes, HealthInfoPageOpenApi) {
   const Json j = body_json(info);
   EXPECT_EQ(j["model"]["loaded"], true);
   EXPECT_EQ(j["model"]["path"], tiny_model_dir());
+  EXPECT_EQ(j["model"]["precision"], "fp32");
   EXPECT_EQ(j["limits"]["max_body_bytes"], 1 << 20);
   EXPECT_NE(std::find(j["tasks"].begin(), j["tasks"].end(), "ner"), j["tasks"].end());
 

@@ -7,16 +7,51 @@
 #include <new>
 
 #include "backends/cpu/gemm.h"
+#include "backends/cpu/gemm_int8.h"
 #include "rexnlu/error.h"
 
 namespace rexnlu::backends::cpu {
 
-CpuBackend::CpuBackend(int threads)
-    : Backend(Device::kCpu, Precision::kFloat32, Workspace::host_allocator()), threads_(threads) {}
+void check_precision(Precision precision) {
+  const std::string name(precision_name(precision));
+  switch (precision) {
+    case Precision::kFloat32:
+      return;
+    case Precision::kInt8:
+      if (!int8_available())
+        throw InputError("precision int8: this build has no int8 gemm (it needs the oneDNN build, REXNLU_BLAS=dnnl)");
+      return;
+    default:
+      throw InputError("precision " + name + ": the CPU backend runs fp32 and int8 only (bf16 / fp16 weights are not implemented)");
+  }
+}
+
+CpuBackend::CpuBackend(int threads, Precision precision)
+    : Backend(Device::kCpu, precision, Workspace::host_allocator()), threads_(threads) {}
 
 std::string CpuBackend::describe() const {
   const int threads = threads_ > 0 ? threads_ : omp_get_max_threads();
-  return "cpu, " + std::to_string(threads) + " threads, fp32, " + blas_name();
+  std::string s = "cpu, " + std::to_string(threads) + " threads, " + std::string(precision_name(precision())) + ", ";
+  if (precision() == Precision::kInt8)
+    return s + "oneDNN u8 x s8 gemm (" + dnnl_isa_name() + ", activations " + std::to_string(activation_levels()) +
+           " levels per token)";
+  return s + blas_name();
+}
+
+Linear CpuBackend::make_linear(ConstTensorRef weight, ConstTensorRef bias) {
+  if (precision() != Precision::kInt8) return Backend::make_linear(weight, bias);
+  const int64_t out = weight.shape[0], in = weight.cols();
+  if (weight.dtype != DType::kF32 || !weight.contiguous())
+    throw InternalError("CpuBackend::make_linear: " + rexnlu::describe(weight) + " is not a contiguous F32 matrix");
+  Linear l;
+  l.weight = alloc_tensor(DType::kI8, {out, in});
+  l.scale = alloc_tensor(DType::kF32, {out});
+  l.scaled_sum = alloc_tensor(DType::kF32, {out});
+  quantize_weights_s8(weight.f32(), static_cast<int>(out), static_cast<int>(in),
+                      reinterpret_cast<int8_t*>(l.weight.mutable_ref().data), l.scale.mutable_ref().f32(),
+                      l.scaled_sum.mutable_ref().f32());
+  if (!bias.empty()) l.bias = copy_of(bias);
+  return l;
 }
 
 void CpuBackend::begin_pass() {

@@ -6,9 +6,15 @@
 
 namespace rexnlu::backends::cpu {
 
+// Throws rexnlu::Error (kInvalidInput) when this build or this CPU cannot run `precision`:
+// fp32 and int8 run everywhere (int8 needs the oneDNN build); bf16 and fp16 are not implemented on
+// the CPU.
+void check_precision(Precision precision);
+
 class CpuBackend final : public Backend {
  public:
-  explicit CpuBackend(int threads);  // 0: leave OpenMP's default (OMP_NUM_THREADS or one per core)
+  // threads 0: leave OpenMP's default (OMP_NUM_THREADS or one per core). check_precision first.
+  CpuBackend(int threads, Precision precision = Precision::kFloat32);
 
   std::string describe() const override;
   // Also sets the calling thread's OpenMP team size (the ICV is per thread: the server's batcher
@@ -17,6 +23,8 @@ class CpuBackend final : public Backend {
   ConstTensorRef upload(ConstTensorRef host) override { return host; }
   TensorRef output_for(TensorRef host) override { return host; }
   void download(ConstTensorRef src, TensorRef host) override;
+  // fp32: W as given; int8: W quantized per output channel (backends/cpu/gemm_int8.h).
+  Linear make_linear(ConstTensorRef weight, ConstTensorRef bias) override;
 
  protected:
   std::shared_ptr<void> allocate_persistent(size_t bytes) override;
