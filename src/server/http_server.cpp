@@ -281,6 +281,10 @@ HttpResponse HttpServer::Impl::handle_info() {
     std::lock_guard lock(mutex);
     Json model = {{"path", config.model_path}, {"loaded", batcher != nullptr}};
     model["load_warnings"] = engine ? Json(engine->load_warnings()) : Json::array();
+    if (engine) {  // which model family answers /v1/extract: "rex-uninlu" or "siamese-uie"
+      model["family"] = engine->model_info().family;
+      model["architecture"] = engine->model_info().architecture;
+    }
     if (!load_error.empty()) model["load_error"] = load_error;
     info["model"] = std::move(model);
   }

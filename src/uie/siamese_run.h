@@ -66,6 +66,9 @@ class SiameseRun {
   const std::vector<std::string>& warnings() const { return warnings_; }
   const std::u32string& text() const { return text_; }
   int levels_run() const { return levels_run_; }
+  // Prefixes asked about so far, the root included: the original runs the lower layers over the
+  // text once for each (get_prefix_infos calls); this run did it once in all.
+  int64_t prefix_calls() const { return static_cast<int64_t>(entries_.size()); }
 
  private:
   // One call of the original's get_prefix_infos: a prefix path and the schema node whose child
