@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 
 #include "models/registry.h"
@@ -50,10 +51,12 @@ TEST(SiameseForward, EveryCaseAloneMatchesTheOriginal) {
   Loaded l = load();
   ASSERT_TRUE(l.m.pointer_network);
   int n = 0;
+  double w_lower = 0, w_head = 0, w_tail = 0;
   for (const auto& c : forward_cases()) {
     SCOPED_TRACE(c["id"].get<std::string>());
     const auto ids = c["text_ids"].get<std::vector<int32_t>>();
     std::vector<models::TextStates> states = l.model().encode_texts({ids});
+    w_lower = std::max(w_lower, worst(states[0], flat(c["text_hidden_lower"])));
     EXPECT_LE(worst(states[0], flat(c["text_hidden_lower"])), 1.0) << "lower-layer text states";
     models::PointerInput in;
     in.text = std::make_shared<const models::TextStates>(std::move(states[0]));
@@ -63,8 +66,12 @@ TEST(SiameseForward, EveryCaseAloneMatchesTheOriginal) {
     const std::vector<models::PointerLogits> out = l.model().forward({in});
     EXPECT_LE(worst(out[0].head, flat(c["head_logits"])), 1.0) << "head logits";
     EXPECT_LE(worst(out[0].tail, flat(c["tail_logits"])), 1.0) << "tail logits";
+    w_head = std::max(w_head, worst(out[0].head, flat(c["head_logits"])));
+    w_tail = std::max(w_tail, worst(out[0].tail, flat(c["tail_logits"])));
     ++n;
   }
+  std::printf("max |d| / max(1, |ref|): lower-layer states %.1e, head logits %.1e, tail logits %.1e\n", w_lower * 1e-4,
+              w_head * 1e-4, w_tail * 1e-4);
   EXPECT_EQ(n, 27);
 }
 
@@ -127,6 +134,41 @@ TEST(SiameseForward, BadInputsAreRefusedByName) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("max_position_embeddings"), std::string::npos) << e.what();
   }
+}
+
+}  // namespace
+}  // namespace rexnlu
+
+namespace rexnlu {
+namespace {
+
+// ee/金融舆情-3 (a heavy e2e case) differs from `expected` in one decision, repeated for every
+// event type whose hint tokenizes alike: the tail of the trigger found at character 175. This
+// test shows that decision sits on the threshold: the tail logits there are within 1e-3 of 0.5,
+// where float32 and the reference's arithmetic may legitimately disagree (as the Rex fixtures'
+// min_abs_logit cases).
+TEST(SiameseForward, TheOneDifferingDecisionIsOnTheThreshold) {
+  Loaded l = load();
+  const text::Tokenizer tok = text::Tokenizer::from_model_dir(tiny_dir(), {});
+  std::string text;
+  for (const auto& c : siamese_testing::e2e_cases())
+    if (c["id"] == "ee/金融舆情-3") text = c["text"].get<std::string>();
+  ASSERT_FALSE(text.empty());
+  const text::Encoding e = tok.encode(text);
+  models::PointerInput in;
+  in.text = std::make_shared<const models::TextStates>(l.model().encode_texts({e.ids})[0]);
+  in.text_length = static_cast<int32_t>(e.ids.size());
+  in.hint_ids = tok.encode("股权冻结(事件触发词): ").ids;
+  in.hint_first_position = in.text_length;
+  const models::PointerLogits out = l.model().forward({in})[0];
+  double closest = 1e9;
+  for (size_t t = 0; t < e.ids.size(); ++t) {
+    if (e.offsets[t].end == 177 || e.offsets[t].end == 179) {
+      std::printf("token %zu [%d, %d): tail logit %.7f\n", t, e.offsets[t].start, e.offsets[t].end, out.tail[t]);
+      closest = std::min(closest, std::abs(static_cast<double>(out.tail[t]) - 0.5));
+    }
+  }
+  EXPECT_LT(closest, 1e-3);
 }
 
 }  // namespace
