@@ -91,7 +91,7 @@ void run_info(const InfoFlags& f) {
                                             std::to_string(info.intermediate_size)},
       {"max positions / buckets",
        std::to_string(info.max_position_embeddings) + " / " + std::to_string(info.position_buckets)},
-      {"vocabulary", with_commas(info.vocab_size) + " tokens (vocab.txt " + with_commas(info.vocab_size - info.added_tokens) +
+      {"vocabulary", with_commas(info.vocab_size) + " tokens (vocab.txt or tokenizer.json " + with_commas(info.vocab_size - info.added_tokens) +
                          " + " + std::to_string(info.added_tokens) + " added)"},
       {"parameters", with_commas(info.parameters) + " (" + info.dtypes + ", " +
                          format_fixed(static_cast<double>(info.parameter_bytes) / 1e6, 1) + " MB)"},

@@ -29,8 +29,8 @@ check src/server          server/
 check python/src          # the Python binding: the public API only
 # common/json_input.h (the depth-capped JSON parse) sits below everything in src/; apps and
 # src/server reach it through rexnlu::parse_json_input (include/rexnlu/json.h).
-check src/engine          engine/ uie/ models/registry.h models/family.h models/link_model.h text/ common/
-check src/uie             uie/ text/ models/link_model.h common/
+check src/engine          engine/ uie/ models/registry.h models/family.h models/link_model.h models/pointer_model.h text/ common/
+check src/uie             uie/ text/ models/link_model.h models/pointer_model.h common/
 check src/models          models/ ops/ backends/backend.h tensor/ io/ text/ common/
 check src/ops             ops/ backends/ tensor/
 check src/backends        backends/ tensor/

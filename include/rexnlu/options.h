@@ -14,6 +14,9 @@ struct Options {
   int stride = 32;              // overlap of consecutive text windows, in tokens, 0..max_len-1 (extraction
                                 // only; classification always uses 0 like the original)
   int hint_max_len = 256;       // tokens per hint chunk, [CLS] and [SEP] included, 4..max_len-2
+  // SiameseUIE models: a start/end token holds iff its pointer logit is > this (the original's 0.5);
+  // -20..20. RexUniNLU models use link_threshold instead.
+  float pointer_threshold = 0.5f;
   bool dedup = true;            // drop repeated identical paths (overlapping windows); the original keeps them
   bool probabilities = true;    // report each item's probability in JSON output
   bool byte_offsets = false;    // offsets in UTF-8 bytes instead of code points

@@ -8,6 +8,7 @@
 #include "models/registry.h"
 #include "uie/hints.h"
 #include "uie/pipeline.h"
+#include "uie/siamese_run.h"
 #include "uie/utf8.h"
 
 namespace rexnlu {
@@ -22,12 +23,15 @@ Engine Engine::load(const std::filesystem::path& model_dir, const LoadOptions& o
   m.info.device = device_name(options.device);
   m.info.precision = precision_name(options.precision);
   return Engine(std::make_unique<Impl>(
-      Impl{std::move(m.tokenizer), std::move(m.network), std::move(m.warnings), std::move(m.info)}));
+      Impl{std::move(m.tokenizer), std::move(m.network), std::move(m.warnings), std::move(m.info), Limits{},
+           std::move(m.pointer_network)}));
 }
 
 const std::vector<std::string>& Engine::load_warnings() const { return impl_->load_warnings; }
 const ModelInfo& Engine::model_info() const { return impl_->info; }
-int64_t Engine::forward_calls() const { return impl_->model->forward_calls(); }
+int64_t Engine::forward_calls() const {
+  return impl_->pointer_model ? impl_->pointer_model->forward_calls() : impl_->model->forward_calls();
+}
 
 Result Engine::extract(std::string_view text, std::string_view schema_json, const Options& options) {
   std::vector<Result> results = extract_batch({Request{std::string(text), std::string(schema_json), options}});
@@ -64,6 +68,10 @@ uie::Schema checked_schema(const Request& r, const Limits& limits) {
 int64_t Engine::estimate_cost(const Request& request) const {
   const uie::Schema schema = checked_schema(request, impl_->limits);
   const int64_t text_tokens = std::max<int64_t>(1, count_tokens(request.text));
+  if (impl_->pointer_model) {  // SiameseUIE: one hint per level-0 type, each over the whole text
+    const auto types = static_cast<int64_t>(schema.node(uie::Schema::kRoot).children.size());
+    return text_tokens * std::max<int64_t>(1, types) * schema.depth();
+  }
   // Level 0's hint chunks are known up front; deeper levels depend on what is found, so each
   // further schema level is counted as one more pass over the text.
   uie::HintLimits hint_limits;
@@ -116,17 +124,18 @@ uie::PipelineOptions pipeline_options(const Options& o, const Limits& limits,
   return p;
 }
 
-Result to_result(const uie::RequestRun& run, const Options& options) {
+Result to_result(const std::vector<uie::OutputPath>& paths, const std::u32string& text,
+                 const std::vector<std::string>& warnings, const Options& options, bool has_probabilities) {
   Result r;
-  r.with_probabilities = options.probabilities;
-  r.warnings = run.warnings();
+  r.with_probabilities = options.probabilities && has_probabilities;
+  r.warnings = warnings;
   std::vector<int64_t> bytes;
-  if (options.byte_offsets) bytes = uie::byte_offsets_of(run.text());
+  if (options.byte_offsets) bytes = uie::byte_offsets_of(text);
   auto convert = [&](int64_t cp) {
     if (!options.byte_offsets) return cp;
     return bytes[static_cast<size_t>(std::clamp<int64_t>(cp, 0, static_cast<int64_t>(bytes.size()) - 1))];
   };
-  for (const auto& path : run.output()) {
+  for (const auto& path : paths) {
     Path p;
     for (const auto& it : path) p.push_back(Span{it.type, it.span, convert(it.start), convert(it.end), it.probability});
     r.paths.push_back(std::move(p));
@@ -134,10 +143,37 @@ Result to_result(const uie::RequestRun& run, const Options& options) {
   return r;
 }
 
+// The original SiameseUIE pipeline's constants, with the options that apply to it; the token-pair
+// options that do not are refused rather than ignored.
+uie::SiameseOptions siamese_options(const Options& o, const Limits& limits,
+                                    std::chrono::steady_clock::time_point deadline) {
+  const Options defaults;
+  const auto refuse = [](const std::string& name, const std::string& why) {
+    throw InputError("option " + name + " does not apply to SiameseUIE models: " + why);
+  };
+  if (o.max_len != defaults.max_len) refuse("max_len", "text windows are 384 tokens, as in the original");
+  if (o.hint_max_len != defaults.hint_max_len) refuse("hint_max_len", "hints are cut at 128 tokens, as in the original");
+  if (o.link_threshold != defaults.link_threshold) refuse("link_threshold", "use pointer_threshold (default 0.5)");
+  uie::SiameseOptions s;
+  if (o.stride >= s.window)
+    throw InputError("option stride must be below the SiameseUIE window of " + std::to_string(s.window) +
+                     " tokens, got " + std::to_string(o.stride));
+  s.slide = s.window - o.stride;  // stride = overlap of consecutive windows (the original: 384 - 352 = 32)
+  s.threshold = o.pointer_threshold;
+  s.dedup = o.dedup;
+  s.limits = limits;
+  s.deadline = deadline;
+  return s;
+}
+
+std::vector<Result> extract_batch_siamese(Engine::Impl& impl, const std::vector<Request>& requests,
+                                          BatchTimings* timings, const std::function<bool()>& cancelled);
+
 }  // namespace
 
 std::vector<Result> Engine::extract_batch(const std::vector<Request>& requests, BatchTimings* timings,
                                           const std::function<bool()>& cancelled) {
+  if (impl_->pointer_model) return extract_batch_siamese(*impl_, requests, timings, cancelled);
   const Clock::time_point start = Clock::now();
   std::vector<Result> results(requests.size());
   std::vector<std::unique_ptr<uie::RequestRun>> runs(requests.size());
@@ -167,7 +203,7 @@ std::vector<Result> Engine::extract_batch(const std::vector<Request>& requests, 
       results[i].error_kind = runs[i]->error_kind();
       continue;
     }
-    results[i] = to_result(*runs[i], requests[i].options);
+    results[i] = to_result(runs[i]->output(), runs[i]->text(), runs[i]->warnings(), requests[i].options, true);
   }
   if (timings) {
     timings->tokenize_seconds = tokenize_seconds;
@@ -177,5 +213,51 @@ std::vector<Result> Engine::extract_batch(const std::vector<Request>& requests, 
   }
   return results;
 }
+
+namespace {
+
+// extract_batch on a pointer-network (SiameseUIE) engine.
+std::vector<Result> extract_batch_siamese(Engine::Impl& impl, const std::vector<Request>& requests,
+                                          BatchTimings* timings, const std::function<bool()>& cancelled) {
+  const Clock::time_point start = Clock::now();
+  std::vector<Result> results(requests.size());
+  std::vector<std::unique_ptr<uie::SiameseRun>> runs(requests.size());
+  std::vector<uie::SiameseRun*> active;
+  int64_t max_cells = INT64_MAX;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    try {
+      uie::Schema schema = checked_schema(requests[i], impl.limits);
+      const uie::SiameseOptions o = siamese_options(requests[i].options, impl.limits, requests[i].deadline);
+      runs[i] = std::make_unique<uie::SiameseRun>(impl.tokenizer, requests[i].text, std::move(schema), o);
+      active.push_back(runs[i].get());
+      max_cells = std::min(max_cells, requests[i].options.max_batch_cells);
+    } catch (const Error& e) {
+      results[i].error = e.what();
+      results[i].error_kind = e.kind();
+    }
+  }
+  const double tokenize_seconds = seconds_since(start);
+  const Clock::time_point run_start = Clock::now();
+  const int64_t calls_before = impl.pointer_model->forward_calls();
+  if (!active.empty()) uie::run_siamese_requests(*impl.pointer_model, active, max_cells, cancelled);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    if (!runs[i]) continue;
+    if (runs[i]->error()) {
+      results[i].error = *runs[i]->error();
+      results[i].error_kind = runs[i]->error_kind();
+      continue;
+    }
+    results[i] = to_result(runs[i]->output(), runs[i]->text(), runs[i]->warnings(), requests[i].options, false);
+  }
+  if (timings) {  // the model calls are not timed apart here: decoding is a small part of a pointer run
+    timings->tokenize_seconds = tokenize_seconds;
+    timings->forward_seconds = seconds_since(run_start);
+    timings->decode_seconds = 0;
+    timings->forward_calls = impl.pointer_model->forward_calls() - calls_before;
+  }
+  return results;
+}
+
+}  // namespace
 
 }  // namespace rexnlu

@@ -1,5 +1,6 @@
 // What an Engine holds: the tokenizer and a LinkModel (the real network, or a fake in tests), as
-// the model family's load returned them (models/registry.h).
+// the model family's load returned them (models/registry.h); for a pointer-network family
+// (SiameseUIE) a PointerModel instead, and `model` stays empty.
 #pragma once
 
 #include <memory>
@@ -7,6 +8,7 @@
 #include <vector>
 
 #include "models/link_model.h"
+#include "models/pointer_model.h"
 #include "rexnlu/engine.h"
 #include "text/tokenizer.h"
 
@@ -18,6 +20,7 @@ struct Engine::Impl {
   std::vector<std::string> load_warnings;
   ModelInfo info = {};
   Limits limits = {};
+  std::unique_ptr<models::PointerModel> pointer_model = nullptr;
 };
 
 }  // namespace rexnlu

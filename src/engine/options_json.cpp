@@ -30,6 +30,8 @@ void check_range(const char* name, T value, T lo, T hi, const std::string& range
 void check_options(const Options& o) {
   check_range("link_threshold", o.link_threshold, -kMaxLinkThreshold, kMaxLinkThreshold,
               "[-20, 20] (a logit: 0 = probability 0.5, +-20 = 1e-9 from 0 or 1)");
+  check_range("pointer_threshold", o.pointer_threshold, -kMaxLinkThreshold, kMaxLinkThreshold,
+              "[-20, 20] (a logit; SiameseUIE's original threshold is 0.5)");
   check_range("max_len", o.max_len, 8, 512, "[8, 512]");
   check_range("hint_max_len", o.hint_max_len, 4, o.max_len - 2, "[4, max_len - 2 = " + std::to_string(o.max_len - 2) + "]");
   check_range("stride", o.stride, 0, o.max_len - 1, "[0, max_len - 1 = " + std::to_string(o.max_len - 1) + "]");
@@ -82,6 +84,13 @@ Options options_from_json(const Json& j, Options o) {
         throw InputError("option link_threshold must be in [-20, 20] (a logit: 0 = probability 0.5), got " + v.dump());
       }
       o.link_threshold = static_cast<float>(t);
+    } else if (k == "pointer_threshold") {
+      if (!v.is_number()) throw InputError("option pointer_threshold must be a number");
+      const auto t = v.get<double>();
+      if (!(std::abs(t) <= kMaxLinkThreshold)) {
+        throw InputError("option pointer_threshold must be in [-20, 20] (a logit), got " + v.dump());
+      }
+      o.pointer_threshold = static_cast<float>(t);
     } else if (k == "max_len") {
       o.max_len = static_cast<int>(integer(8, 512));
     } else if (k == "stride") {

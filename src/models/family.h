@@ -1,8 +1,8 @@
 // A model family: what a checkpoint directory of one kind of model needs to become a runnable
 // model (config parsing, special tokens, network, weights), picked by the registry
 // (models/registry.h) from config.json. The Rex family (RexUniNLU: DeBERTa-v2 + token-pair link
-// head) lives in models/rex/; another family (e.g. SiameseUIE) is a new folder plus one line in
-// registry.cpp.
+// head) lives in models/rex/, the SiameseUIE family (BERT + start/end pointer head) in
+// models/siamese_uie/; another family is a new folder plus one line in registry.cpp.
 #pragma once
 
 #include <filesystem>
@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "models/link_model.h"
+#include "models/pointer_model.h"
 #include "rexnlu/load_options.h"
 #include "rexnlu/model_info.h"
 #include "text/tokenizer.h"
@@ -25,6 +26,8 @@ struct LoadedModel {
   std::unique_ptr<LinkModel> network;  // the model behind the token-pair link pipeline (src/uie)
   ModelInfo info;
   std::vector<std::string> warnings;   // e.g. unused tensors in the checkpoint
+  // Set instead of `network` by a pointer-network family (SiameseUIE, src/uie/siamese_run.h).
+  std::unique_ptr<PointerModel> pointer_network = nullptr;
 };
 
 struct ModelFamily {

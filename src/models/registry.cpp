@@ -5,12 +5,13 @@
 #include "common/json_input.h"
 #include "io/regular_file.h"
 #include "models/rex/rex_family.h"
+#include "models/siamese_uie/siamese_family.h"
 #include "rexnlu/error.h"
 
 namespace rexnlu::models {
 
 const std::vector<const ModelFamily*>& model_families() {
-  static const std::vector<const ModelFamily*> families = {&rex::kFamily};
+  static const std::vector<const ModelFamily*> families = {&rex::kFamily, &siamese::kFamily};
   return families;
 }
 

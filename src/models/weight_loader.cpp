@@ -35,6 +35,12 @@ Tensor WeightLoader::tensor(const std::string& name, const std::vector<int64_t>&
   return v ? backend_.copy_of(host_view(*v)) : Tensor();
 }
 
+const float* WeightLoader::host_f32(const std::string& name, const std::vector<int64_t>& shape,
+                                   const std::string& rows_meaning) {
+  const TensorView* v = checked(name, shape, rows_meaning);
+  return v ? v->f32() : nullptr;
+}
+
 Linear WeightLoader::linear(const std::vector<std::string>& prefixes, int64_t out_each, int64_t in) {
   std::vector<const TensorView*> weights, biases;
   for (const std::string& p : prefixes) {
@@ -70,7 +76,9 @@ ops::Conv1dK3Weights WeightLoader::conv1d_k3(const std::string& prefix, int64_t 
 
 std::vector<std::string> WeightLoader::finish() const {
   io::throw_tensor_problems(store_, missing_, wrong_);
-  return io::unused_tensors(store_, declared_);
+  std::vector<std::string> unused = io::unused_tensors(store_, declared_);
+  std::erase_if(unused, [this](const std::string& name) { return known_unused_.count(name) > 0; });
+  return unused;
 }
 
 }  // namespace rexnlu::models

@@ -29,6 +29,12 @@ class WeightLoader {
   // F32 tensor `name` of `shape`. `rows_meaning` explains dim 0 in the error when it differs
   // (e.g. "vocab.txt + 4 added tokens = 12804 tokens").
   Tensor tensor(const std::string& name, const std::vector<int64_t>& shape, const std::string& rows_meaning = {});
+  // The checked host values of F32 tensor `name` (valid as long as the checkpoint), for constants
+  // a network computes at load from several tensors; nullptr when missing or misshapen (recorded).
+  const float* host_f32(const std::string& name, const std::vector<int64_t>& shape, const std::string& rows_meaning = {});
+  // A tensor checkpoints carry but the network never uses (e.g. BERT's pooler): no error when it is
+  // absent, no "unused" warning when it is there.
+  void known_unused(const std::string& name) { known_unused_.insert(name); }
   // nn.Linear(in -> out) at `prefix` (prefix.weight [out, in], prefix.bias [out]). Several prefixes
   // with the same input are fused along the outputs (q|k|v: one product instead of three).
   Linear linear(const std::vector<std::string>& prefixes, int64_t out_each, int64_t in);
@@ -59,6 +65,7 @@ class WeightLoader {
   backends::Backend& backend_;
   std::vector<io::TensorSpec> declared_;
   std::vector<std::string> missing_, wrong_;
+  std::set<std::string> known_unused_;
   Summary summary_;
 };
 

@@ -286,6 +286,8 @@ HttpResponse HttpServer::Impl::handle_info() {
       model["device"] = mi.device;
       model["precision"] = mi.precision;
       model["backend"] = mi.backend;
+      model["family"] = mi.family;  // which model family answers /v1/extract: "rex-uninlu" or "siamese-uie"
+      model["architecture"] = mi.architecture;
     }
     if (!load_error.empty()) model["load_error"] = load_error;
     info["model"] = std::move(model);

@@ -80,50 +80,26 @@ void append_range(Encoding& e, const Encoding& src, size_t begin, size_t end, in
 Tokenizer Tokenizer::from_model_dir(const fs::path& dir, const std::vector<std::string>& added_tokens) {
   Tokenizer t;
 
-  // vocab.txt: one token per '\n'-terminated line, id = line number. Only '\n' ends a line
-  // (tokens may contain other line separators); a '\r' before it is a Windows line end.
   io::require_model_dir(dir);
-  const fs::path vocab_path = dir / "vocab.txt";
-  if (!fs::exists(vocab_path)) throw ModelError(vocab_path.string() + ": missing (required by the tokenizer)");
-  const std::string vocab = io::read_regular_file(vocab_path, io::kMaxVocabBytes, "a vocab.txt");
-  size_t pos = 0;
-  while (pos < vocab.size()) {
-    size_t end = vocab.find('\n', pos);
-    if (end == std::string::npos) end = vocab.size();
-    std::string_view line(vocab.data() + pos, end - pos);
-    if (line.ends_with('\r')) line.remove_suffix(1);
-    const auto id = static_cast<int32_t>(t.id_to_token_.size());
-    if (id == kMaxVocabTokens)
-      throw ModelError(vocab_path.string() + ": more than " + std::to_string(kMaxVocabTokens) + " lines (the limit)");
-    const std::string where = vocab_path.string() + " line " + std::to_string(id + 1);
-    try {
-      std::vector<char32_t> ignored;
-      decode_utf8(line, ignored);
-    } catch (const Error& e) {
-      throw ModelError(where + ": " + e.what());
-    }
-    if (!line.empty()) {
-      if (!t.token_ids_.insert(line, id)) {
-        throw ModelError(where + ": duplicate entry \"" + std::string(line) + "\" (first at line " +
-                         std::to_string(t.token_ids_.find(line) + 1) + ")");
-      }
-      t.wordpiece_.add(line, id);
-    }
-    t.id_to_token_.emplace_back(line);
-    pos = end + 1;
-  }
-  if (t.token_ids_.size() == 0) throw ModelError(vocab_path.string() + ": no tokens");
-
-  // tokenizer_config.json: what BertConverter hands to the normalizer. strip_accents null means
-  // "same as lowercase".
   const fs::path config_path = dir / "tokenizer_config.json";
   const json config = read_optional_json(config_path);
-  NormalizerOptions options;
-  options.lowercase = optional_bool(config, "do_lower_case", config_path).value_or(true);
-  options.handle_chinese_chars =
-      optional_bool(config, "tokenize_chinese_chars", config_path).value_or(true);
-  options.strip_accents = optional_bool(config, "strip_accents", config_path).value_or(options.lowercase);
-  t.normalizer_ = BertNormalizer(options);
+  const fs::path fast_path = dir / "tokenizer.json";
+  std::optional<std::string> fast_unk;
+  if (fs::exists(fast_path)) {
+    // HF's AutoTokenizer(use_fast=True) builds the tokenizer from tokenizer.json when the directory
+    // has one and then ignores vocab.txt; so do we.
+    fast_unk = t.load_tokenizer_json(fast_path);
+  } else {
+    t.load_vocab_txt(dir / "vocab.txt");
+    // tokenizer_config.json: what BertConverter hands to the normalizer. strip_accents null means
+    // "same as lowercase".
+    NormalizerOptions options;
+    options.lowercase = optional_bool(config, "do_lower_case", config_path).value_or(true);
+    options.handle_chinese_chars =
+        optional_bool(config, "tokenize_chinese_chars", config_path).value_or(true);
+    options.strip_accents = optional_bool(config, "strip_accents", config_path).value_or(options.lowercase);
+    t.normalizer_ = BertNormalizer(options);
+  }
 
   // Special tokens: names from special_tokens_map.json (else tokenizer_config.json, else the
   // BERT defaults); they must be in vocab.txt.
@@ -138,7 +114,7 @@ Tokenizer Tokenizer::from_model_dir(const fs::path& dir, const std::vector<std::
     }
     return std::string(fallback);
   };
-  const std::string unk = special_name("unk_token", "[UNK]");
+  const std::string unk = fast_unk ? *fast_unk : special_name("unk_token", "[UNK]");
   const std::string sep = special_name("sep_token", "[SEP]");
   const std::string pad = special_name("pad_token", "[PAD]");
   const std::string cls = special_name("cls_token", "[CLS]");
@@ -177,9 +153,129 @@ Tokenizer Tokenizer::from_model_dir(const fs::path& dir, const std::vector<std::
   return t;
 }
 
+// vocab.txt: one token per '\n'-terminated line, id = line number. Only '\n' ends a line
+// (tokens may contain other line separators); a '\r' before it is a Windows line end.
+void Tokenizer::load_vocab_txt(const fs::path& vocab_path) {
+  if (!fs::exists(vocab_path)) throw ModelError(vocab_path.string() + ": missing (required by the tokenizer)");
+  const std::string vocab = io::read_regular_file(vocab_path, io::kMaxVocabBytes, "a vocab.txt");
+  size_t pos = 0;
+  while (pos < vocab.size()) {
+    size_t end = vocab.find('\n', pos);
+    if (end == std::string::npos) end = vocab.size();
+    std::string_view line(vocab.data() + pos, end - pos);
+    if (line.ends_with('\r')) line.remove_suffix(1);
+    const auto id = static_cast<int32_t>(id_to_token_.size());
+    if (id == kMaxVocabTokens)
+      throw ModelError(vocab_path.string() + ": more than " + std::to_string(kMaxVocabTokens) + " lines (the limit)");
+    const std::string where = vocab_path.string() + " line " + std::to_string(id + 1);
+    try {
+      std::vector<char32_t> ignored;
+      decode_utf8(line, ignored);
+    } catch (const Error& e) {
+      throw ModelError(where + ": " + e.what());
+    }
+    if (!line.empty()) {
+      if (!token_ids_.insert(line, id)) {
+        throw ModelError(where + ": duplicate entry \"" + std::string(line) + "\" (first at line " +
+                         std::to_string(token_ids_.find(line) + 1) + ")");
+      }
+      wordpiece_.add(line, id);
+    }
+    id_to_token_.emplace_back(line);
+    pos = end + 1;
+  }
+  if (token_ids_.size() == 0) throw ModelError(vocab_path.string() + ": no tokens");
+}
+
+// tokenizer.json of the BERT shape (what BertConverter writes): a WordPiece model with "##"
+// continuations and 100 characters per word, a BertNormalizer and a BertPreTokenizer. Anything
+// else would tokenize differently and is refused, naming the field. Returns the model's unk_token.
+std::string Tokenizer::load_tokenizer_json(const fs::path& path) {
+  const json j = read_optional_json(path);
+  auto refuse = [&](const std::string& what) -> void { throw ModelError(path.string() + ": " + what); };
+  const auto field = [&](const json& obj, const char* key) -> const json* {
+    const auto it = obj.find(key);
+    return it == obj.end() || it->is_null() ? nullptr : &*it;
+  };
+  const json* model = field(j, "model");
+  if (!model || !model->is_object()) refuse("no \"model\" object");
+  const json* type = field(*model, "type");
+  if (!type || *type != "WordPiece")
+    refuse("model type " + (type ? type->dump() : std::string("(missing)")) +
+           " is not supported: rexnlu reads only BERT WordPiece tokenizers");
+  if (const json* p = field(*model, "continuing_subword_prefix"); p && *p != WordPiece::kContinuationPrefix)
+    refuse("continuing_subword_prefix " + p->dump() + " is not supported (only \"##\")");
+  if (const json* m = field(*model, "max_input_chars_per_word");
+      m && !(m->is_number_integer() && m->get<int64_t>() == static_cast<int64_t>(WordPiece::kMaxCharsPerWord)))
+    refuse("max_input_chars_per_word " + m->dump() + " is not supported (only 100)");
+  const json* unk = field(*model, "unk_token");
+  if (!unk || !unk->is_string()) refuse("model.unk_token must be a string");
+  const json* vocab = field(*model, "vocab");
+  if (!vocab || !vocab->is_object() || vocab->empty()) refuse("model.vocab must be a non-empty object {token: id}");
+  for (const auto& [token, id_value] : vocab->items()) {
+    if (!id_value.is_number_integer() || id_value.get<int64_t>() < 0 || id_value.get<int64_t>() >= kMaxVocabTokens)
+      refuse("model.vocab \"" + token + "\": id must be an integer in [0, " + std::to_string(kMaxVocabTokens) +
+             "), found " + id_value.dump());
+    const auto id = static_cast<int32_t>(id_value.get<int64_t>());
+    if (static_cast<size_t>(id) >= id_to_token_.size()) id_to_token_.resize(static_cast<size_t>(id) + 1);
+    if (!id_to_token_[static_cast<size_t>(id)].empty())
+      refuse("model.vocab: id " + std::to_string(id) + " is given to \"" + id_to_token_[static_cast<size_t>(id)] +
+             "\" and \"" + token + "\"");
+    if (token.empty()) refuse("model.vocab: empty token");
+    token_ids_.insert(token, id);
+    wordpiece_.add(token, id);
+    id_to_token_[static_cast<size_t>(id)] = token;
+  }
+
+  const json* norm = field(j, "normalizer");
+  if (!norm || !norm->is_object() || field(*norm, "type") == nullptr || (*norm)["type"] != "BertNormalizer")
+    refuse("normalizer " + (norm ? norm->dump() : std::string("null")) +
+           " is not supported: rexnlu reads only BertNormalizer");
+  const auto flag = [&](const char* key) -> std::optional<bool> {
+    const json* v = field(*norm, key);
+    if (!v) return std::nullopt;
+    if (!v->is_boolean()) refuse(std::string("normalizer.") + key + " must be true, false or null");
+    return v->get<bool>();
+  };
+  NormalizerOptions options;
+  if (!flag("clean_text").value_or(true)) refuse("normalizer.clean_text false is not supported");
+  options.lowercase = flag("lowercase").value_or(true);
+  options.handle_chinese_chars = flag("handle_chinese_chars").value_or(true);
+  options.strip_accents = flag("strip_accents").value_or(options.lowercase);
+  normalizer_ = BertNormalizer(options);
+  const json* pre = field(j, "pre_tokenizer");
+  if (!pre || !pre->is_object() || field(*pre, "type") == nullptr || (*pre)["type"] != "BertPreTokenizer")
+    refuse("pre_tokenizer " + (pre ? pre->dump() : std::string("null")) +
+           " is not supported: rexnlu reads only BertPreTokenizer");
+
+  // Added tokens are matched before normalization, as the special tokens are.
+  if (const json* added = field(j, "added_tokens")) {
+    if (!added->is_array()) refuse("added_tokens must be a list");
+    for (const json& a : *added) {
+      const json* content = a.is_object() ? field(a, "content") : nullptr;
+      const json* id = a.is_object() ? field(a, "id") : nullptr;
+      if (!content || !content->is_string() || content->get<std::string>().empty() || !id || !id->is_number_integer() ||
+          id->get<int64_t>() < 0 || id->get<int64_t>() >= kMaxVocabTokens)
+        refuse("added_tokens entry " + a.dump() + " needs a non-empty \"content\" and an \"id\"");
+      const std::string name = content->get<std::string>();
+      const auto aid = static_cast<int32_t>(id->get<int64_t>());
+      if (static_cast<size_t>(aid) >= id_to_token_.size()) id_to_token_.resize(static_cast<size_t>(aid) + 1);
+      if (id_to_token_[static_cast<size_t>(aid)].empty()) {
+        id_to_token_[static_cast<size_t>(aid)] = name;
+        token_ids_.insert(name, aid);
+      } else if (id_to_token_[static_cast<size_t>(aid)] != name) {
+        refuse("added token \"" + name + "\" has id " + std::to_string(aid) + ", which model.vocab gives to \"" +
+               id_to_token_[static_cast<size_t>(aid)] + "\"");
+      }
+      added_tokens_.add(to_u32(name), aid);
+    }
+  }
+  return unk->get<std::string>();
+}
+
 int32_t Tokenizer::special_id(const std::string& token, const char* role) const {
   const int32_t id = token_ids_.find(token);
-  if (id < 0) throw ModelError("vocab.txt has no " + std::string(role) + " \"" + token + "\"");
+  if (id < 0) throw ModelError("the vocabulary (vocab.txt or tokenizer.json) has no " + std::string(role) + " \"" + token + "\"");
   return id;
 }
 

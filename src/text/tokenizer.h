@@ -19,8 +19,9 @@ namespace rexnlu::text {
 
 class Tokenizer {
  public:
-  // Loads vocab.txt (required), tokenizer_config.json and special_tokens_map.json (optional)
-  // from a model directory and appends the model family's `added_tokens` (RexUniNLU: [PREFIX]
+  // Loads vocab.txt (required unless there is a tokenizer.json, which HF's fast tokenizer then
+  // uses instead: only BERT WordPiece ones), tokenizer_config.json and special_tokens_map.json
+  // (optional) from a model directory and appends the model family's `added_tokens` (RexUniNLU: [PREFIX]
   // [TYPE] [CLASSIFY] [MULTICLASSIFY], models/rex/rex_family.h) as ids vocab_size .. unless
   // vocab.txt has them. Throws rexnlu::Error (kInvalidModel).
   static Tokenizer from_model_dir(const std::filesystem::path& dir, const std::vector<std::string>& added_tokens);
@@ -58,6 +59,8 @@ class Tokenizer {
   // Tokens of one stretch of text between added tokens, appended to out.
   void encode_plain(std::span<const char32_t> text, int32_t origin, Encoding& out) const;
   int32_t special_id(const std::string& token, const char* role) const;
+  void load_vocab_txt(const std::filesystem::path& vocab_path);
+  std::string load_tokenizer_json(const std::filesystem::path& path);  // returns the unk token
 
   std::vector<std::string> id_to_token_;  // vocab.txt lines, then the added tokens
   VocabTable token_ids_;                  // every token -> id

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "rexnlu/error.h"
+#include "uie/batch_driver.h"
 #include "uie/decode.h"
 #include "uie/utf8.h"
 
@@ -314,99 +315,26 @@ std::vector<OutputPath> RequestRun::output() const {
       out.push_back(std::move(path));
     }
   }
-  if (opt_.dedup) {
-    std::set<std::vector<std::tuple<std::string, std::string, int64_t, int64_t>>> seen;
-    std::vector<OutputPath> unique;
-    for (auto& path : out) {
-      std::vector<std::tuple<std::string, std::string, int64_t, int64_t>> key;
-      for (const auto& it : path) key.emplace_back(it.type, it.span, it.start, it.end);
-      if (seen.insert(std::move(key)).second) unique.push_back(std::move(path));
-    }
-    out = std::move(unique);
-  }
+  if (opt_.dedup) drop_repeated_paths(out);
   return out;
+}
+
+void drop_repeated_paths(std::vector<OutputPath>& paths) {
+  std::set<std::vector<std::tuple<std::string, std::string, int64_t, int64_t>>> seen;
+  std::vector<OutputPath> unique;
+  for (auto& path : paths) {
+    std::vector<std::tuple<std::string, std::string, int64_t, int64_t>> key;
+    for (const auto& it : path) key.emplace_back(it.type, it.span, it.start, it.end);
+    if (seen.insert(std::move(key)).second) unique.push_back(std::move(path));
+  }
+  paths = std::move(unique);
 }
 
 int64_t run_requests(models::LinkModel& model, const std::vector<RequestRun*>& runs, int64_t max_batch_cells,
                      const std::function<bool()>& cancelled) {
-  int64_t forwards = 0;
-  for (;;) {
-    const bool cancel_all = cancelled && cancelled();
-    const auto now = std::chrono::steady_clock::now();
-    for (RequestRun* run : runs) {
-      if (run->done()) continue;
-      if (cancel_all) {
-        run->fail("cancelled before it finished (" + std::to_string(run->sequences_built()) + " model sequences run)",
-                  ErrorKind::kCancelled);
-      } else if (now >= run->deadline()) {
-        run->fail("cancelled: its deadline passed before it finished (" + std::to_string(run->sequences_built()) +
-                      " model sequences run)",
-                  ErrorKind::kCancelled);
-      }
-    }
-    std::vector<models::SequenceInput> batch;
-    std::vector<RequestRun*> owners;
-    int64_t cells = 0;
-    bool full = false;
-    for (RequestRun* run : runs) {
-      try {
-        while (!full && run->has_pending()) {
-          const int64_t L = run->next_length();
-          if (!batch.empty() && cells + L * L > max_batch_cells) {
-            full = true;
-            break;
-          }
-          batch.push_back(run->take_next());
-          owners.push_back(run);
-          cells += L * L;
-        }
-      } catch (const Error& e) {
-        run->fail(e.what(), e.kind());
-      }
-      if (full) break;
-    }
-    if (batch.empty()) break;
-    // The forward itself stops between layers once every run in it is cancelled.
-    const std::function<bool()> batch_cancelled = [&] {
-      if (cancelled && cancelled()) return true;
-      const auto at = std::chrono::steady_clock::now();
-      return std::all_of(owners.begin(), owners.end(), [&](const RequestRun* r) { return at >= r->deadline(); });
-    };
-    std::vector<models::LinkLogits> logits;
-    try {
-      const models::CancelScope scope(batch_cancelled);
-      logits = model.forward(batch);
-    } catch (const models::ForwardCancelled&) {
-      ++forwards;
-      for (RequestRun* run : owners) {
-        if (!run->done()) run->fail("cancelled during a model call (deadline passed or the caller stopped it)", ErrorKind::kCancelled);
-      }
-      continue;
-    }
-    ++forwards;
-    if (logits.size() != batch.size()) {
-      throw InternalError("model returned " + std::to_string(logits.size()) + " results for " +
-                          std::to_string(batch.size()) + " sequences");
-    }
-    batch.clear();
-    for (size_t k = 0; k < owners.size(); ++k) {
-      if (owners[k]->done()) continue;  // failed meanwhile
-      try {
-        owners[k]->feed(logits[k]);
-      } catch (const Error& e) {
-        owners[k]->fail(e.what(), e.kind());
-      }
-      models::LinkLogits().swap(logits[k]);  // release as we go
-    }
-    for (RequestRun* run : runs) {
-      try {
-        run->advance();
-      } catch (const Error& e) {
-        run->fail(e.what(), e.kind());
-      }
-    }
-  }
-  return forwards;
+  return drive_runs<models::SequenceInput, models::LinkLogits>(
+      [&model](const std::vector<models::SequenceInput>& batch) { return model.forward(batch); }, runs, max_batch_cells,
+      cancelled);
 }
 
 }  // namespace rexnlu::uie

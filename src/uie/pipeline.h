@@ -50,6 +50,9 @@ struct OutputItem {
 };
 using OutputPath = std::vector<OutputItem>;
 
+// Keeps the first of each group of identical paths (type, span, offsets of every item), in order.
+void drop_repeated_paths(std::vector<OutputPath>& paths);
+
 class RequestRun {
  public:
   // Throws rexnlu::Error (kInvalidInput) on empty or invalid UTF-8 text.

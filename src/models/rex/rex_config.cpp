@@ -9,6 +9,7 @@
 
 #include "common/json_input.h"
 #include "io/regular_file.h"
+#include "models/config_reader.h"
 #include "rexnlu/error.h"
 
 namespace rexnlu::models::rex {
@@ -24,6 +25,9 @@ namespace rexnlu::models::rex {
 namespace {
 
 using nlohmann::json;
+using models::ConfigReader;
+using models::kAnyInt;
+using models::kIntMax;
 
 // Sane ranges: far above any DeBERTa-v2 checkpoint (base: 12,800 / 768 / 12 / 3,072 / 512 / 256),
 // low enough that a corrupt value is refused before anything is sized by it (docs/options.md).
@@ -33,100 +37,6 @@ constexpr int kMaxLayers = 256;
 constexpr int kMaxIntermediateSize = 65'536;
 constexpr int kMaxPositions = 65'536;  // max_position_embeddings, position_buckets
 constexpr int kMaxConvKernel = 255;
-constexpr int kAnyInt = std::numeric_limits<int>::min();
-constexpr int kIntMax = std::numeric_limits<int>::max();
-
-class ConfigReader {
- public:
-  ConfigReader(const json& j, std::string source) : j_(j), source_(std::move(source)) {}
-
-  [[noreturn]] void fail(const std::string& key, const std::string& what) const {
-    throw ModelError(source_ + ": key '" + key + "' " + what);
-  }
-  [[noreturn]] void unsupported(const std::string& key, const std::string& found, const std::string& needed) const {
-    throw ModelError(source_ + ": " + key + " = " + found + " is not supported: rexnlu supports only the RexUniNLU variant " +
-                     "of DeBERTa-v2 (" + key + " " + needed + ")");
-  }
-
-  const json* find(const std::string& key) const {
-    auto it = j_.find(key);
-    return it == j_.end() || it->is_null() ? nullptr : &*it;
-  }
-
-  // An integer in [lo, hi]; messages quote the value as written in the file.
-  int integer(const std::string& key, std::optional<int> fallback, int lo, int hi) const {
-    const json* v = find(key);
-    std::string kind = lo == 1 ? "a positive integer" : lo == kAnyInt ? "an integer" : "an integer from " + std::to_string(lo);
-    if (hi != kIntMax) kind += (lo == 1 || lo == kAnyInt ? " of at most " : " to ") + std::to_string(hi);
-    if (!v) {
-      if (!fallback) fail(key, "is missing (it must be " + kind + ")");
-      return *fallback;
-    }
-    if (!v->is_number_integer()) fail(key, "must be " + kind + ", found " + v->dump());
-    const int64_t x = v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)
-                          ? INT64_MAX
-                          : v->get<int64_t>();
-    if (x < lo || x > hi) fail(key, "must be " + kind + ", found " + v->dump());
-    return static_cast<int>(x);
-  }
-
-  bool boolean(const std::string& key, bool fallback) const {
-    const json* v = find(key);
-    if (!v) return fallback;
-    if (!v->is_boolean()) fail(key, "must be true or false, found " + v->dump());
-    return v->get<bool>();
-  }
-
-  std::string string(const std::string& key, std::optional<std::string> fallback) const {
-    const json* v = find(key);
-    if (!v) {
-      if (!fallback) fail(key, "is missing (it must be a string)");
-      return *fallback;
-    }
-    if (!v->is_string()) fail(key, "must be a string, found " + v->dump());
-    return v->get<std::string>();
-  }
-
-  double number(const std::string& key, double fallback) const {
-    const json* v = find(key);
-    if (!v) return fallback;
-    if (!v->is_number()) fail(key, "must be a number, found " + v->dump());
-    return v->get<double>();
-  }
-
-  // "c2p|p2c" or ["c2p", "p2c"] -> {"c2p", "p2c"}, lower-cased and trimmed like HF does.
-  std::vector<std::string> string_list(const std::string& key) const {
-    const json* v = find(key);
-    std::vector<std::string> parts;
-    if (!v) return parts;
-    if (v->is_string()) {
-      std::stringstream ss(v->get<std::string>());
-      for (std::string part; std::getline(ss, part, '|');) parts.push_back(part);
-    } else if (v->is_array()) {
-      for (const auto& item : *v) {
-        if (!item.is_string()) fail(key, "must be a string like \"c2p|p2c\" or a list of strings, found " + v->dump());
-        parts.push_back(item.get<std::string>());
-      }
-    } else {
-      fail(key, "must be a string like \"c2p|p2c\" or a list of strings, found " + v->dump());
-    }
-    for (auto& p : parts) p = normalized(p);
-    return parts;
-  }
-
-  static std::string normalized(std::string s) {
-    auto not_space = [](unsigned char c) { return !std::isspace(c); };
-    s.erase(s.begin(), std::find_if(s.begin(), s.end(), not_space));
-    s.erase(std::find_if(s.rbegin(), s.rend(), not_space).base(), s.end());
-    for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return s;
-  }
-
- private:
-  const json& j_;
-  std::string source_;
-};
-
 std::string joined(const std::vector<std::string>& parts) {
   std::string s;
   for (const auto& p : parts) s += (s.empty() ? "" : "|") + p;
@@ -143,7 +53,7 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
     throw ModelError(source_name + ": not valid JSON: " + e.what());
   }
   if (!j.is_object()) throw ModelError(source_name + ": not a JSON object");
-  ConfigReader r(j, source_name);
+  ConfigReader r(j, source_name, "the RexUniNLU variant of DeBERTa-v2");
   ModelConfig c;
 
   c.model_type = r.string("model_type", std::nullopt);

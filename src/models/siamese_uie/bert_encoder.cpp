@@ -1,0 +1,114 @@
+#include "models/siamese_uie/bert_encoder.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "models/link_model.h"
+#include "ops/activations.h"
+#include "ops/attention.h"
+#include "ops/layer_norm.h"
+#include "ops/linear.h"
+#include "ops/tensor_ops.h"
+
+namespace rexnlu::models::siamese {
+
+BertEmbeddings::BertEmbeddings(const SiameseConfig& c, WeightLoader& w)
+    : hidden_(c.hidden_size), vocab_rows_(c.vocab_size), max_positions_(c.max_position_embeddings) {
+  const int64_t H = hidden_, P = max_positions_, types = c.type_vocab_size;
+  const std::string emb = "plm.embeddings.";
+  word_ = w.tensor(emb + "word_embeddings.weight", {c.vocab_size, H},
+                   "config.json vocab_size = " + std::to_string(c.vocab_size) + " tokens");
+  const float* pos = w.host_f32(emb + "position_embeddings.weight", {P, H});
+  const float* type = w.host_f32(emb + "token_type_embeddings.weight", {types, H});
+  ln_ = w.layer_norm(emb + "LayerNorm", H, c.layer_norm_eps);
+  w.known_unused(emb + "position_ids");  // a buffer some transformers versions save
+  if (!pos || !type) return;
+  std::vector<float> table(static_cast<size_t>(types * P * H));
+  for (int64_t t = 0; t < types; ++t)
+    for (int64_t p = 0; p < P; ++p)
+      for (int64_t k = 0; k < H; ++k)
+        table[static_cast<size_t>((t * P + p) * H + k)] = pos[p * H + k] + type[t * H + k];
+  position_type_ = w.backend().copy_of(host_ref(table.data(), {types * P, H}));
+}
+
+void BertEmbeddings::forward(backends::Backend& be, const std::vector<int32_t>& ids,
+                             const std::vector<int32_t>& positions, int type, TensorRef out) const {
+  const auto T = static_cast<int64_t>(ids.size());
+  std::vector<int32_t> rows(positions.size());
+  for (size_t t = 0; t < rows.size(); ++t) rows[t] = type * max_positions_ + positions[t];
+  const Workspace::Frame frame(be.workspace());
+  const TensorRef extra = be.alloc(DType::kF32, {T, hidden_});
+  ops::embedding(be, word_, be.upload(host_ref(ids.data(), {T})), out);
+  ops::embedding(be, position_type_, be.upload(host_ref(rows.data(), {T})), extra);
+  ops::layer_norm(be, out, extra, ln_, out);
+}
+
+BertLayerStack::BertLayerStack(const SiameseConfig& c, WeightLoader& w, const std::string& prefix, int count)
+    : hidden_(c.hidden_size), heads_(c.num_attention_heads), intermediate_(c.intermediate_size) {
+  scale_ = std::sqrt(static_cast<float>(c.head_dim()));
+  const int64_t H = hidden_, I = intermediate_;
+  const float eps = c.layer_norm_eps;
+  for (int l = 0; l < count; ++l) {
+    const std::string p = prefix + std::to_string(l) + ".";
+    const std::string self = p + "attention.self.";
+    Layer L;
+    L.qkv = w.linear({self + "query", self + "key", self + "value"}, H, H);
+    L.attn_out = w.linear({p + "attention.output.dense"}, H, H);
+    L.attn_ln = w.layer_norm(p + "attention.output.LayerNorm", H, eps);
+    L.inter = w.linear({p + "intermediate.dense"}, I, H);
+    L.out = w.linear({p + "output.dense"}, H, I);
+    L.out_ln = w.layer_norm(p + "output.LayerNorm", H, eps);
+    layers_.push_back(std::move(L));
+  }
+  const std::vector<float> zeros(static_cast<size_t>(2 * H), 0.0f);
+  zero_rel_ = w.backend().copy_of(host_ref(zeros.data(), {2, H}));
+}
+
+void BertLayerStack::forward(backends::Backend& be, const std::vector<int64_t>& offsets, TensorRef h) const {
+  for (const Layer& layer : layers_) {
+    if (forward_cancelled()) throw ForwardCancelled();  // the caller gave up (deadline, drain)
+    run_layer(be, layer, offsets, h);
+  }
+}
+
+void BertLayerStack::run_layer(backends::Backend& be, const Layer& L, const std::vector<int64_t>& offsets,
+                               TensorRef h) const {
+  const int64_t T = offsets.back(), H = hidden_;
+  const Workspace::Frame frame(be.workspace());  // this layer's buffers are free again for the next layer
+  const TensorRef qkv = be.alloc(DType::kF32, {T, 3 * H});
+  ops::linear(be, h, L.qkv, qkv);
+
+  int64_t max_len = 0;
+  for (size_t b = 0; b + 1 < offsets.size(); ++b) max_len = std::max(max_len, offsets[b + 1] - offsets[b]);
+  const std::vector<int32_t> same_position(static_cast<size_t>(max_len), 0);
+  const std::vector<uint8_t> attend_all(static_cast<size_t>(max_len * max_len), 1);
+  const TensorRef ctx = be.alloc(DType::kF32, {T, H});
+  for (size_t b = 0; b + 1 < offsets.size(); ++b) {
+    const int64_t row0 = offsets[b], len = offsets[b + 1] - offsets[b];
+    const TensorRef seq = qkv.slice(row0, len);
+    ops::DisentangledAttention a;
+    a.num_heads = heads_;
+    a.scale = scale_;
+    a.q = seq.columns(0, H);
+    a.k = seq.columns(H, H);
+    a.v = seq.columns(2 * H, H);
+    a.q_rel = zero_rel_.ref();
+    a.k_rel = zero_rel_.ref();
+    a.position_ids = be.upload(host_ref(same_position.data(), {len}));
+    a.mask = be.upload(host_ref(attend_all.data(), {len * len}));
+    a.out = ctx.slice(row0, len);
+    ops::disentangled_attention(be, a);
+  }
+
+  // a = LayerNorm(ctx Wo^T + bo + h); h = LayerNorm(gelu(a Wi^T + bi) Wout^T + bout + a)
+  const TensorRef attn = be.alloc(DType::kF32, {T, H});
+  ops::linear(be, ctx, L.attn_out, attn);
+  ops::layer_norm(be, attn, h, L.attn_ln, attn);
+  const TensorRef inter = be.alloc(DType::kF32, {T, intermediate_});
+  ops::linear(be, attn, L.inter, inter);
+  ops::gelu_erf(be, inter);
+  ops::linear(be, inter, L.out, h);
+  ops::layer_norm(be, h, attn, L.out_ln, h);
+}
+
+}  // namespace rexnlu::models::siamese
