@@ -6,10 +6,12 @@
 # pipelined requests, wrong methods, foreign Host/Origin, protocol garbage, clients that go away
 # mid-body or mid-extraction, and slow-loris connections; the server's RSS is sampled every
 # SOAK_SAMPLE_S seconds. Prints counts per kind and status, every unexpected outcome and RSS
-# first/median/max/last; exits non-zero on a crash (2), an unexpected status or reset (1), RSS growth
-# past SOAK_RSS_GROWTH_MB (3), or a SIGTERM that does not end the server cleanly (4).
+# first/median/max/last and per tenth of the run; exits non-zero on a crash (2), an unexpected status
+# or reset (1), RSS growth past SOAK_RSS_GROWTH_MB (median of the last quarter of the samples minus
+# that of the second quarter; the first quarter is warm-up) (3), or a SIGTERM that does not end the
+# server cleanly (4).
 #
-#   [SOAK_SECONDS=1800] [SOAK_WORKERS=4] [SOAK_PAUSE_MS=0] [SOAK_SLOWLORIS=2] [SOAK_RSS_GROWTH_MB=32]
+#   [SOAK_SECONDS=1800] [SOAK_WORKERS=4] [SOAK_PAUSE_MS=0] [SOAK_SLOWLORIS=2] [SOAK_RSS_GROWTH_MB=16]
 #   [SERVE_ARGS="--threads 8"] bench/soak.sh [BUILD_DIR]
 # Python: the Debian python3 standard library only.
 set -euo pipefail
@@ -35,7 +37,7 @@ echo "soak: rexnlu serve pid $pid on 127.0.0.1:$port, $(git -C "$root" rev-parse
 rc=0
 python3 "$root/bench/soak.py" --port "$port" --pid "$pid" --seconds "${SOAK_SECONDS:-1800}" \
   --workers "${SOAK_WORKERS:-4}" --pause-ms "${SOAK_PAUSE_MS:-0}" --slowloris "${SOAK_SLOWLORIS:-2}" \
-  --sample-seconds "${SOAK_SAMPLE_S:-5}" --rss-growth-mb "${SOAK_RSS_GROWTH_MB:-32}" \
+  --sample-seconds "${SOAK_SAMPLE_S:-5}" --rss-growth-mb "${SOAK_RSS_GROWTH_MB:-16}" \
   --rss-log "$work/rss.log" || rc=$?
 echo "soak: 5xx lines on the server's stderr: $(grep -c ' error: 5' "$work/serve.err" || true) (heavy requests may get 504)"
 if kill -0 "$pid" 2> /dev/null; then
