@@ -63,14 +63,17 @@ int64_t Engine::estimate_cost(const Request& request) const {
   const uie::Schema schema = checked_schema(request, impl_->limits);
   const int64_t text_tokens = std::max<int64_t>(1, count_tokens(request.text));
   // Level 0's hint chunks are known up front; deeper levels depend on what is found, so each
-  // further schema level is counted as one more pass over the text.
+  // further schema level is counted as one more pass over the text. Classification reruns from
+  // level 0 when nothing linked (the "blank" rerun): one more pass (for a flat label list, the
+  // usual classification schema, that is exactly its worst case).
   uie::HintLimits hint_limits;
   hint_limits.hint_max_len = request.options.hint_max_len;
   std::vector<std::string> warnings;
   const auto count = [this](std::string_view s) { return static_cast<int>(impl_->tokenizer.encode_raw(s).size()); };
   const size_t chunks =
       uie::split_hints({uie::LevelEntry{{}, uie::Schema::kRoot}}, schema, count, hint_limits, warnings).size();
-  return text_tokens * static_cast<int64_t>(std::max<size_t>(1, chunks)) * schema.depth();
+  const int64_t passes = schema.depth() + (uie::takes_classify_path(request.text) ? 1 : 0);
+  return text_tokens * static_cast<int64_t>(std::max<size_t>(1, chunks)) * passes;
 }
 
 namespace {
@@ -101,11 +104,12 @@ class TimedModel : public models::LinkModel {
   models::LinkModel& inner_;
 };
 
-uie::PipelineOptions pipeline_options(const Options& o, const Limits& limits,
-                                      std::chrono::steady_clock::time_point deadline) {
+uie::PipelineOptions pipeline_options(const Request& request, const Limits& limits) {
+  const Options& o = request.options;
   uie::PipelineOptions p;
   p.limits = limits;
-  p.deadline = deadline;
+  p.deadline = request.deadline;
+  p.cancel = request.cancel;
   p.link_threshold = o.link_threshold;
   p.max_len = o.max_len;
   p.stride = o.stride;
@@ -146,7 +150,7 @@ std::vector<Result> Engine::extract_batch(const std::vector<Request>& requests, 
       uie::Schema schema = checked_schema(requests[i], impl_->limits);
       runs[i] = std::make_unique<uie::RequestRun>(
           impl_->tokenizer, requests[i].text, std::move(schema),
-          pipeline_options(requests[i].options, impl_->limits, requests[i].deadline));
+          pipeline_options(requests[i], impl_->limits));
       active.push_back(runs[i].get());
       max_cells = std::min(max_cells, requests[i].options.max_batch_cells);
     } catch (const Error& e) {

@@ -327,6 +327,10 @@ std::vector<OutputPath> RequestRun::output() const {
   return out;
 }
 
+bool takes_classify_path(std::string_view text) {
+  return text.find(kClassifyMarker) != std::string_view::npos || text.find(kMultiClassifyMarker) != std::string_view::npos;
+}
+
 int64_t run_requests(models::LinkModel& model, const std::vector<RequestRun*>& runs, int64_t max_batch_cells,
                      const std::function<bool()>& cancelled) {
   int64_t forwards = 0;
@@ -338,9 +342,9 @@ int64_t run_requests(models::LinkModel& model, const std::vector<RequestRun*>& r
       if (cancel_all) {
         run->fail("cancelled before it finished (" + std::to_string(run->sequences_built()) + " model sequences run)",
                   ErrorKind::kCancelled);
-      } else if (now >= run->deadline()) {
-        run->fail("cancelled: its deadline passed before it finished (" + std::to_string(run->sequences_built()) +
-                      " model sequences run)",
+      } else if (run->expired(now)) {
+        run->fail("cancelled: its deadline passed or its caller cancelled it before it finished (" +
+                      std::to_string(run->sequences_built()) + " model sequences run)",
                   ErrorKind::kCancelled);
       }
     }
@@ -370,7 +374,7 @@ int64_t run_requests(models::LinkModel& model, const std::vector<RequestRun*>& r
     const std::function<bool()> batch_cancelled = [&] {
       if (cancelled && cancelled()) return true;
       const auto at = std::chrono::steady_clock::now();
-      return std::all_of(owners.begin(), owners.end(), [&](const RequestRun* r) { return at >= r->deadline(); });
+      return std::all_of(owners.begin(), owners.end(), [&](const RequestRun* r) { return r->expired(at); });
     };
     std::vector<models::LinkLogits> logits;
     try {
