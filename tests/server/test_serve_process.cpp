@@ -19,6 +19,8 @@ extern char** environ;
 
 namespace {
 
+using rexnlu::server::testing::metric;
+
 using Json = nlohmann::ordered_json;
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
