@@ -112,6 +112,7 @@ void add_serve_command(CLI::App& app) {
       ->check(int_range(0, 86400000));
   add_limit_options(*cmd, c.limits);
   cmd->add_option("--max-connections", c.max_connections, "open connections at most; more get 503")->capture_default_str()->check(int_range(1, 100000));
+  cmd->add_option("--max-connections-per-ip", c.max_connections_per_ip, "open connections from one client address at most (0 = no such limit); more get 503")->capture_default_str()->check(int_range(0, 100000));
   cmd->add_option("--max-header-bytes", c.max_header_bytes, "request line + headers at most; past it 431")->capture_default_str()->check(int_range(1024, 1 << 20));
   cmd->add_option("--read-timeout-ms", args->read_timeout_ms, "a request must arrive whole within this; past it 408")->capture_default_str()->check(int_range(100, 3600000));
   cmd->add_option("--idle-timeout-ms", args->idle_timeout_ms, "keep-alive connections idle this long are closed")->capture_default_str()->check(int_range(100, 3600000));

@@ -5,6 +5,7 @@
 //   std::cout << r.to_json();
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -29,6 +30,9 @@ struct Request {
   // Past it the request stops using the model (checked between model calls) and its Result is
   // an error of kind kCancelled.
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+  // Optional: once the caller sets it to true (from any thread), the request stops the same way,
+  // e.g. the HTTP service when the client has gone away.
+  std::shared_ptr<const std::atomic<bool>> cancel = nullptr;
 };
 
 // Wall time of one extract_batch call by stage (for the HTTP service's metrics).
@@ -68,8 +72,8 @@ class Engine {
 
   // Checks a request's options, text size and schema against the limits without running it
   // (throws rexnlu::Error: kInvalidInput / kLimitExceeded, as extract would) and returns its
-  // estimated cost in tokens: text tokens x level-0 hint chunks x schema depth, i.e. about the
-  // text tokens the model will see. The HTTP batcher's token budget and load shedding count this.
+  // estimated cost in tokens: text tokens x level-0 hint chunks x passes (the schema depth, +1
+  // for a classification text: its "blank" rerun), i.e. about the text tokens the model will see. The HTTP batcher's token budget and load shedding count this.
   // Safe to call from other threads while an extract runs.
   int64_t estimate_cost(const Request& request) const;
 

@@ -73,14 +73,17 @@ int64_t Engine::estimate_cost(const Request& request) const {
     return text_tokens * std::max<int64_t>(1, types) * schema.depth();
   }
   // Level 0's hint chunks are known up front; deeper levels depend on what is found, so each
-  // further schema level is counted as one more pass over the text.
+  // further schema level is counted as one more pass over the text. Classification reruns from
+  // level 0 when nothing linked (the "blank" rerun): one more pass (for a flat label list, the
+  // usual classification schema, that is exactly its worst case).
   uie::HintLimits hint_limits;
   hint_limits.hint_max_len = request.options.hint_max_len;
   std::vector<std::string> warnings;
   const auto count = [this](std::string_view s) { return static_cast<int>(impl_->tokenizer.encode_raw(s).size()); };
   const size_t chunks =
       uie::split_hints({uie::LevelEntry{{}, uie::Schema::kRoot}}, schema, count, hint_limits, warnings).size();
-  return text_tokens * static_cast<int64_t>(std::max<size_t>(1, chunks)) * schema.depth();
+  const int64_t passes = schema.depth() + (uie::takes_classify_path(request.text) ? 1 : 0);
+  return text_tokens * static_cast<int64_t>(std::max<size_t>(1, chunks)) * passes;
 }
 
 namespace {
@@ -111,11 +114,12 @@ class TimedModel : public models::LinkModel {
   models::LinkModel& inner_;
 };
 
-uie::PipelineOptions pipeline_options(const Options& o, const Limits& limits,
-                                      std::chrono::steady_clock::time_point deadline) {
+uie::PipelineOptions pipeline_options(const Request& request, const Limits& limits) {
+  const Options& o = request.options;
   uie::PipelineOptions p;
   p.limits = limits;
-  p.deadline = deadline;
+  p.deadline = request.deadline;
+  p.cancel = request.cancel;
   p.link_threshold = o.link_threshold;
   p.max_len = o.max_len;
   p.stride = o.stride;
@@ -145,8 +149,8 @@ Result to_result(const std::vector<uie::OutputPath>& paths, const std::u32string
 
 // The original SiameseUIE pipeline's constants, with the options that apply to it; the token-pair
 // options that do not are refused rather than ignored.
-uie::SiameseOptions siamese_options(const Options& o, const Limits& limits,
-                                    std::chrono::steady_clock::time_point deadline) {
+uie::SiameseOptions siamese_options(const Request& request, const Limits& limits) {
+  const Options& o = request.options;
   const Options defaults;
   const auto refuse = [](const std::string& name, const std::string& why) {
     throw InputError("option " + name + " does not apply to SiameseUIE models: " + why);
@@ -162,7 +166,8 @@ uie::SiameseOptions siamese_options(const Options& o, const Limits& limits,
   s.threshold = o.pointer_threshold;
   s.dedup = o.dedup;
   s.limits = limits;
-  s.deadline = deadline;
+  s.deadline = request.deadline;
+  s.cancel = request.cancel;
   return s;
 }
 
@@ -184,7 +189,7 @@ std::vector<Result> Engine::extract_batch(const std::vector<Request>& requests, 
       uie::Schema schema = checked_schema(requests[i], impl_->limits);
       runs[i] = std::make_unique<uie::RequestRun>(
           impl_->tokenizer, requests[i].text, std::move(schema),
-          pipeline_options(requests[i].options, impl_->limits, requests[i].deadline));
+          pipeline_options(requests[i], impl_->limits));
       active.push_back(runs[i].get());
       max_cells = std::min(max_cells, requests[i].options.max_batch_cells);
     } catch (const Error& e) {
@@ -227,7 +232,7 @@ std::vector<Result> extract_batch_siamese(Engine::Impl& impl, const std::vector<
   for (size_t i = 0; i < requests.size(); ++i) {
     try {
       uie::Schema schema = checked_schema(requests[i], impl.limits);
-      const uie::SiameseOptions o = siamese_options(requests[i].options, impl.limits, requests[i].deadline);
+      const uie::SiameseOptions o = siamese_options(requests[i], impl.limits);
       runs[i] = std::make_unique<uie::SiameseRun>(impl.tokenizer, requests[i].text, std::move(schema), o);
       active.push_back(runs[i].get());
       max_cells = std::min(max_cells, requests[i].options.max_batch_cells);

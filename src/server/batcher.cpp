@@ -14,6 +14,10 @@ struct Batcher::Job {
   bool done = false;
   bool stopped = false;  // cancel_after() ended it: kStopped
   std::vector<Result> results;
+
+  bool cancelled() const {
+    return std::any_of(requests.begin(), requests.end(), [](const Request& r) { return r.cancel && r.cancel->load(); });
+  }
 };
 
 Batcher::Batcher(BatcherConfig config, RunBatch run_batch, Metrics& metrics)
@@ -111,6 +115,14 @@ std::vector<std::shared_ptr<Batcher::Job>> Batcher::take_batch(std::unique_lock<
     queued_tokens_ -= job->tokens;
     if (cancelled) {  // draining past its time: answer without running
       job->stopped = job->done = true;
+      job->finished.notify_one();
+    } else if (job->cancelled()) {  // its caller went away: answer kCancelled without running
+      job->results.assign(job->requests.size(), Result{});
+      for (Result& r : job->results) {
+        r.error = "cancelled by its caller before it ran";
+        r.error_kind = ErrorKind::kCancelled;
+      }
+      job->done = true;
       job->finished.notify_one();
     } else if (job->deadline > now) {  // an expired job's caller answers 504 itself
       tokens += job->tokens;

@@ -8,6 +8,8 @@
 // (Engine::estimate_cost: text tokens x prompts), so schema-heavy requests count as the work they are.
 // Each request carries its job's deadline into the engine, which stops it between model calls once
 // the deadline passed; cancel_after() (the service draining) stops the running batch the same way.
+// A request's Request::cancel flag (its client went away) stops it likewise while it runs, and a
+// queued job whose flag is set is answered kCancelled without running.
 #pragma once
 
 #include <atomic>

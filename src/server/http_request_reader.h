@@ -4,6 +4,7 @@
 // sockets, so the connection code and the fuzz target (fuzz/http_request.cpp) share it.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -20,6 +21,9 @@ struct HttpRequest {
   std::vector<std::pair<std::string, std::string>> headers;
   std::string body;     // decoded (chunked framing removed)
   bool keep_alive = true;
+  // Set by the connection when the client closes or resets it while a handler on the thread pool
+  // runs (null for handlers on the I/O thread): the work for it can stop.
+  std::shared_ptr<const std::atomic<bool>> client_gone = nullptr;
 
   // The first field with this name (case-insensitive), or "" when absent.
   std::string header(std::string_view name) const;

@@ -126,6 +126,7 @@ HttpServer::Impl::Impl(ServerConfig c) : config(std::move(c)) {
   t.limits.max_header_bytes = config.max_header_bytes;
   t.limits.max_header_fields = config.max_header_fields;
   t.max_connections = config.max_connections;
+  t.max_connections_per_ip = config.max_connections_per_ip;
   t.idle_timeout = config.idle_timeout;
   t.read_timeout = config.read_timeout;
   t.threads = config.threads;
@@ -323,6 +324,7 @@ HttpResponse HttpServer::Impl::handle_extract(const HttpRequest& req, bool alias
   int64_t tokens = 0;
   try {
     call = parse_extract_call(body, alias, config.max_texts);
+    for (Request& r : call.requests) r.cancel = req.client_gone;  // the client going away stops the work
     std::shared_ptr<Engine> e;
     {
       std::lock_guard lock(mutex);
@@ -371,6 +373,9 @@ HttpResponse HttpServer::Impl::handle_extract(const HttpRequest& req, bool alias
     const std::string where = call.many ? "texts[" + std::to_string(i) + "]: " : "";
     if (r.error_kind == ErrorKind::kInvalidInput) return error_response(422, where + r.error, "invalid_request");
     if (r.error_kind == ErrorKind::kLimitExceeded) return error_response(422, where + r.error, "limit_exceeded");
+    if (r.error_kind == ErrorKind::kCancelled && req.client_gone && req.client_gone->load()) {
+      return error_response(kClientClosed, "the client went away before the answer", "client_closed");
+    }
     if (r.error_kind == ErrorKind::kCancelled) {  // its deadline passed as the engine checked it
       return error_response(504, "not done within the deadline of " + std::to_string(config.deadline.count()) + " ms",
                         "deadline_exceeded");

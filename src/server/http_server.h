@@ -26,6 +26,7 @@ struct ServerConfig {
   size_t max_header_bytes = 16 * 1024;    // request line + header fields; past it 431
   size_t max_header_fields = 100;         // past it 431
   size_t max_connections = 512;           // open connections at most; more get 503 and are closed
+  size_t max_connections_per_ip = 0;      // open connections from one client address; 0 = no such limit
   std::chrono::milliseconds idle_timeout{5000};   // keep-alive connection without a request: closed
   std::chrono::milliseconds read_timeout{30000};  // a request must arrive whole within this; past it 408
   int64_t max_texts = 64;                 // "texts" per request

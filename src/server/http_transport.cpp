@@ -13,6 +13,7 @@
 
 #include <array>
 #include <optional>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "rexnlu/error.h"
@@ -29,14 +30,20 @@ using Clock = std::chrono::steady_clock;
 // most this long, so that the client reads the response instead of a reset (lingering close).
 constexpr auto kLinger = std::chrono::seconds(2);
 constexpr size_t kLingerBytes = 4 << 20;
+// While a handler runs, the connection keeps reading, to see the client go away (EOF or reset);
+// bytes of pipelined requests that arrive meanwhile are kept, up to this much (then it stops
+// reading until the response is written).
+constexpr size_t kWatchBytes = 64 << 10;
 constexpr int kListenBacklog = 1024;
 // On stop(), a request still arriving gets at most this long to finish (then 408), so that slow
 // clients cannot hold up a shutdown for the whole read timeout.
 constexpr auto kDrainGrace = std::chrono::seconds(2);
 
 std::string serialize(const HttpResponse& r, bool keep_alive, bool head) {
-  const auto reason = boost::beast::http::obsolete_reason(static_cast<boost::beast::http::status>(r.status));
-  std::string out = "HTTP/1.1 " + std::to_string(r.status) + " " + std::string(reason.data(), reason.size()) + "\r\n";
+  const auto beast_reason = boost::beast::http::obsolete_reason(static_cast<boost::beast::http::status>(r.status));
+  const std::string reason =
+      r.status == kClientClosed ? "Client Closed Request" : std::string(beast_reason.data(), beast_reason.size());
+  std::string out = "HTTP/1.1 " + std::to_string(r.status) + " " + reason + "\r\n";
   out += "Content-Type: " + r.content_type + "\r\n";
   out += "Content-Length: " + std::to_string(r.body.size()) + "\r\n";
   out += keep_alive ? "Connection: keep-alive\r\n" : "Connection: close\r\n";
@@ -70,10 +77,12 @@ struct HttpTransport::Impl {
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
   // The I/O thread's own state.
   std::unordered_set<Connection*> connections;
+  std::unordered_map<std::string, size_t> per_address;  // open connections by client address (with a per-IP limit)
   bool stopping = false;
 
   void accept();
-  void refuse(tcp::socket& socket);
+  void admit(tcp::socket socket);
+  void refuse(tcp::socket& socket, const std::string& message);
   void closed(Connection* c);
   void do_stop();
 };
@@ -86,6 +95,7 @@ struct HttpTransport::Connection : std::enable_shared_from_this<Connection> {
 
   Impl* server;  // outlives every connection: run() returns only once all are closed
   tcp::socket socket;
+  std::string address;  // the client's, when connections per address are counted
   asio::steady_timer timer;
   RequestReader reader;
   std::string pending;  // bytes read and not yet parsed (the rest of this request, or the next ones)
@@ -100,6 +110,12 @@ struct HttpTransport::Connection : std::enable_shared_from_this<Connection> {
   std::string out;            // the response being written
   bool keep_alive = true;
   bool head = false;
+  std::shared_ptr<std::atomic<bool>> client_gone;  // of the request a pool handler is running
+
+  // While a pool handler runs: reads on (see kWatchBytes), unless the client already went away.
+  void watch() {
+    if (client_gone && !client_gone->load() && pending.size() < kWatchBytes) read();
+  }
 
   void start() {
     boost::system::error_code ec;
@@ -166,7 +182,18 @@ struct HttpTransport::Connection : std::enable_shared_from_this<Connection> {
       if (ec || lingered > kLingerBytes) return close();
       return read();
     }
-    if (phase != Phase::kReading) return;  // a 408 is being written; the bytes are of no use
+    if (phase == Phase::kClosed) return;
+    if (phase != Phase::kReading) {  // a response is being made or written
+      if (ec) {
+        // The client closed or reset the connection: the handler's work can stop, and the
+        // connection closes once the response is written (or fails to be).
+        if (client_gone) client_gone->store(true);
+        keep_alive = false;
+        return;
+      }
+      pending.append(buffer.data(), n);  // the next request, pipelined
+      return watch();
+    }
     if (ec) return close();  // EOF or reset: a partial request has nobody to answer
     pending.append(buffer.data(), n);
     process();
@@ -201,6 +228,9 @@ struct HttpTransport::Connection : std::enable_shared_from_this<Connection> {
     keep_alive = request.keep_alive;
     head = request.method == "HEAD";
     if (server->hooks.may_block && server->hooks.may_block(request)) {
+      client_gone = std::make_shared<std::atomic<bool>>(false);
+      request.client_gone = client_gone;
+      watch();
       asio::post(server->pool, [self = shared_from_this(), request = std::move(request)] {
         HttpResponse response = self->run_handler(request);
         asio::post(self->server->io, [self, response = std::move(response)] { self->respond(response, false); });
@@ -238,7 +268,9 @@ struct HttpTransport::Connection : std::enable_shared_from_this<Connection> {
     if (server->hooks.done) server->hooks.done(exchange);
     out.clear();
     head = false;
-    if (ec || phase != Phase::kWriting) return close();
+    const bool gone = client_gone && client_gone->load();
+    client_gone.reset();
+    if (ec || phase != Phase::kWriting || gone) return close();
     if (!keep_alive) return linger();
     phase = Phase::kReading;
     ++timer_generation;
@@ -267,9 +299,8 @@ struct HttpTransport::Connection : std::enable_shared_from_this<Connection> {
   }
 };
 
-void HttpTransport::Impl::refuse(tcp::socket& socket) {
-  const HttpResponse r = error_response(
-      503, "too many connections (" + std::to_string(config.max_connections) + "); retry later", "too_many_connections");
+void HttpTransport::Impl::refuse(tcp::socket& socket, const std::string& message) {
+  const HttpResponse r = error_response(503, message + "; retry later", "too_many_connections");
   const std::string text = serialize(r, false, false);
   [[maybe_unused]] const ssize_t n = ::send(socket.native_handle(), text.data(), text.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
   boost::system::error_code ec;
@@ -295,19 +326,39 @@ void HttpTransport::Impl::accept() {
       });
       return;
     }
-    if (connections.size() >= config.max_connections) {
-      refuse(socket);
-    } else {
-      auto c = std::make_shared<Connection>(this, std::move(socket));
-      connections.insert(c.get());
-      c->start();
-    }
+    admit(std::move(socket));
     accept();
   });
 }
 
+void HttpTransport::Impl::admit(tcp::socket socket) {
+  if (connections.size() >= config.max_connections) {
+    return refuse(socket, "too many connections (" + std::to_string(config.max_connections) + ")");
+  }
+  std::string address;
+  if (config.max_connections_per_ip > 0) {
+    boost::system::error_code ec;
+    const tcp::endpoint peer = socket.remote_endpoint(ec);
+    if (ec) return;  // already gone
+    address = peer.address().to_string();
+    if (per_address[address] >= config.max_connections_per_ip) {
+      return refuse(socket, "too many connections from " + address + " (" +
+                                std::to_string(config.max_connections_per_ip) + ")");
+    }
+    ++per_address[address];
+  }
+  auto c = std::make_shared<Connection>(this, std::move(socket));
+  c->address = std::move(address);
+  connections.insert(c.get());
+  c->start();
+}
+
 void HttpTransport::Impl::closed(Connection* c) {
   connections.erase(c);
+  if (!c->address.empty()) {
+    const auto it = per_address.find(c->address);
+    if (it != per_address.end() && --it->second == 0) per_address.erase(it);
+  }
   if (stopping && connections.empty()) work.reset();
 }
 

@@ -18,6 +18,10 @@
 
 namespace rexnlu::server {
 
+// The status of a request whose client went away before its answer (nginx's 499): the access
+// log and the metrics count it; the client never sees it.
+constexpr int kClientClosed = 499;
+
 struct HttpResponse {
   int status = 200;
   std::string content_type = "application/json";
@@ -29,6 +33,7 @@ struct HttpResponse {
 struct TransportConfig {
   RequestLimits limits;
   size_t max_connections = 512;                    // more are answered 503 and closed
+  size_t max_connections_per_ip = 0;               // from one client address; 0 = no such limit
   std::chrono::milliseconds idle_timeout{5000};    // keep-alive: waiting for the next request's first byte
   std::chrono::milliseconds read_timeout{30000};   // from a request's first byte until all of it arrived; past it 408
   std::chrono::milliseconds write_timeout{30000};  // to write one response

@@ -57,7 +57,7 @@ class Metrics {
   std::string render() const;
 
  private:
-  static constexpr std::array<int, 18> kStatuses = {200, 204, 400, 401, 403, 404, 405, 408, 413, 415, 422, 429, 431, 500, 501, 503, 504, 0};
+  static constexpr std::array<int, 19> kStatuses = {200, 204, 400, 401, 403, 404, 405, 408, 413, 415, 422, 429, 431, 499, 500, 501, 503, 504, 0};
   static size_t status_index(int status);
 
   std::array<std::array<std::atomic<uint64_t>, kStatuses.size()>, static_cast<size_t>(Route::kCount)> requests_{};

@@ -5,7 +5,7 @@
 // deadline, and cancels everything once `cancelled` says so (checked before each forward and,
 // through CancelScope, between the model's layers). Returns the number of forward calls.
 //
-// A Run has done(), fail(message, kind), deadline(), sequences_built(), has_pending(),
+// A Run has done(), fail(message, kind), expired(now) (deadline passed or caller cancelled), sequences_built(), has_pending(),
 // next_length(), take_next() -> Input, feed(const Output&) and advance().
 #pragma once
 
@@ -33,9 +33,9 @@ int64_t drive_runs(const Forward& forward, const std::vector<Run*>& runs, int64_
       if (cancel_all) {
         run->fail("cancelled before it finished (" + std::to_string(run->sequences_built()) + " model sequences run)",
                   ErrorKind::kCancelled);
-      } else if (now >= run->deadline()) {
-        run->fail("cancelled: its deadline passed before it finished (" + std::to_string(run->sequences_built()) +
-                      " model sequences run)",
+      } else if (run->expired(now)) {
+        run->fail("cancelled: its deadline passed or its caller cancelled it before it finished (" +
+                      std::to_string(run->sequences_built()) + " model sequences run)",
                   ErrorKind::kCancelled);
       }
     }
@@ -65,7 +65,7 @@ int64_t drive_runs(const Forward& forward, const std::vector<Run*>& runs, int64_
     const std::function<bool()> batch_cancelled = [&] {
       if (cancelled && cancelled()) return true;
       const auto at = std::chrono::steady_clock::now();
-      return std::all_of(owners.begin(), owners.end(), [&](const Run* r) { return at >= r->deadline(); });
+      return std::all_of(owners.begin(), owners.end(), [&](const Run* r) { return r->expired(at); });
     };
     std::vector<Output> logits;
     try {

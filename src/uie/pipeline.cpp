@@ -330,6 +330,10 @@ void drop_repeated_paths(std::vector<OutputPath>& paths) {
   paths = std::move(unique);
 }
 
+bool takes_classify_path(std::string_view text) {
+  return text.find(kClassifyMarker) != std::string_view::npos || text.find(kMultiClassifyMarker) != std::string_view::npos;
+}
+
 int64_t run_requests(models::LinkModel& model, const std::vector<RequestRun*>& runs, int64_t max_batch_cells,
                      const std::function<bool()>& cancelled) {
   return drive_runs<models::SequenceInput, models::LinkLogits>(

@@ -6,6 +6,7 @@
 // batch budget.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -40,6 +41,7 @@ struct PipelineOptions {
   Limits limits;                // max_paths, max_output_bytes and max_sequences apply here
   // run_requests fails the run with kCancelled once this passes (checked between model calls).
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+  std::shared_ptr<const std::atomic<bool>> cancel = nullptr;  // true: the same as a passed deadline
 };
 
 struct OutputItem {
@@ -74,7 +76,10 @@ class RequestRun {
   void fail(std::string message, ErrorKind kind = ErrorKind::kInvalidInput);
   const std::optional<std::string>& error() const { return error_; }
   ErrorKind error_kind() const { return error_kind_; }
-  std::chrono::steady_clock::time_point deadline() const { return opt_.deadline; }
+  // Its deadline passed or its caller cancelled it: run_requests fails it with kCancelled.
+  bool expired(std::chrono::steady_clock::time_point now) const {
+    return now >= opt_.deadline || (opt_.cancel && opt_.cancel->load());
+  }
 
   std::vector<OutputPath> output() const;  // valid once done()
   const std::vector<std::string>& warnings() const { return warnings_; }
@@ -136,6 +141,10 @@ class RequestRun {
   int64_t span_bytes_found_ = 0;   // counted against limits.max_output_bytes
   bool done_ = false;
 };
+
+// Whether a text takes the classification path ("[CLASSIFY]" / "[MULTICLASSIFY]" anywhere in it,
+// as the original decides). When nothing links there, its levels run again ("blank" rerun).
+bool takes_classify_path(std::string_view text);
 
 // Runs the runs to completion, merging the sequences of all of them into one forward per step;
 // a forward carries at most max_batch_cells = sum of L*L (at least one sequence). A run whose

@@ -243,7 +243,7 @@ int64_t run_siamese_requests(models::PointerModel& model, const std::vector<Siam
   };
   for (SiameseRun* run : runs) {
     if (run->done() || run->has_text_states()) continue;
-    if ((cancelled && cancelled()) || std::chrono::steady_clock::now() >= run->deadline()) continue;  // the driver fails it
+    if ((cancelled && cancelled()) || run->expired(std::chrono::steady_clock::now())) continue;  // the driver fails it
     int64_t run_cells = 0;
     for (const auto& w : run->windows()) run_cells += static_cast<int64_t>(w.size()) * static_cast<int64_t>(w.size());
     if (!owners.empty() && cells + run_cells > max_batch_cells) flush();

@@ -9,6 +9,7 @@
 // the output is emitted in the original's depth-first order.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -37,6 +38,7 @@ struct SiameseOptions {
   bool dedup = true;            // drop repeated identical paths (the original keeps them)
   Limits limits;                // max_paths, max_output_bytes and max_sequences apply here
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+  std::shared_ptr<const std::atomic<bool>> cancel = nullptr;  // true: the same as a passed deadline
 };
 
 class SiameseRun {
@@ -59,7 +61,10 @@ class SiameseRun {
   void fail(std::string message, ErrorKind kind = ErrorKind::kInvalidInput);
   const std::optional<std::string>& error() const { return error_; }
   ErrorKind error_kind() const { return error_kind_; }
-  std::chrono::steady_clock::time_point deadline() const { return opt_.deadline; }
+  // Its deadline passed or its caller cancelled it: the batch driver fails it with kCancelled.
+  bool expired(std::chrono::steady_clock::time_point now) const {
+    return now >= opt_.deadline || (opt_.cancel && opt_.cancel->load());
+  }
   int64_t sequences_built() const { return sequences_built_; }
 
   std::vector<OutputPath> output() const;  // valid once done()

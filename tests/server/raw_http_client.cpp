@@ -14,8 +14,18 @@ namespace rexnlu::server::testing {
 
 using Clock = std::chrono::steady_clock;
 
-RawClient::RawClient(int port) {
+RawClient::RawClient(int port, const std::string& source) {
   fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (!source.empty()) {
+    sockaddr_in from{};
+    from.sin_family = AF_INET;
+    if (::inet_pton(AF_INET, source.c_str(), &from.sin_addr) != 1 ||
+        ::bind(fd_, reinterpret_cast<const sockaddr*>(&from), sizeof from) != 0) {
+      ::close(fd_);
+      fd_ = -1;
+      return;
+    }
+  }
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<uint16_t>(port));

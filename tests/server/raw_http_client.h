@@ -20,7 +20,8 @@ struct RawResponse {
 
 class RawClient {
  public:
-  explicit RawClient(int port);  // connects to 127.0.0.1:port
+  // Connects to 127.0.0.1:port, from `source` (another loopback address, e.g. "127.0.0.2") when given.
+  explicit RawClient(int port, const std::string& source = "");
   ~RawClient();
   RawClient(const RawClient&) = delete;
   RawClient& operator=(const RawClient&) = delete;

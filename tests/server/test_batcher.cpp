@@ -1,5 +1,6 @@
 // The batcher over a fake engine: concurrent jobs share one batch, the token budget splits
-// batches, a full queue refuses, a deadline gives up without running the job, stop() drains.
+// batches, a full queue refuses, a deadline gives up without running the job, stop() drains, a
+// job whose caller cancelled it never runs.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -206,21 +207,29 @@ TEST(Batcher, EngineExceptionFailsOnlyThatBatch) {
   EXPECT_TRUE(batcher.run(texts({"fine"}), 1, in(30s)).results.at(0).ok());
 }
 
-TEST(Batcher, StopFinishesQueuedJobsThenRefuses) {
+// Job "a" running in a held batch, job `queued_job` waiting behind it.
+struct RunningAndQueued {
+  explicit RunningAndQueued(std::vector<Request> queued_job = texts({"b"})) {
+    engine.hold();
+    running = start(batcher, texts({"a"}), 1);
+    engine.wait_entered(1);
+    queued = start(batcher, std::move(queued_job), 1);
+    wait_queue_depth(metrics, 1);
+  }
   Metrics metrics;
   FakeEngine engine;
-  Batcher batcher({}, engine.runner(), metrics);
-  engine.hold();
-  auto running = start(batcher, texts({"a"}), 1);
-  engine.wait_entered(1);
-  auto queued = start(batcher, texts({"b"}), 1);
-  wait_queue_depth(metrics, 1);
-  std::thread stopper([&] { batcher.stop(); });
-  engine.release();
+  Batcher batcher{{}, engine.runner(), metrics};
+  std::future<Batcher::Outcome> running, queued;
+};
+
+TEST(Batcher, StopFinishesQueuedJobsThenRefuses) {
+  RunningAndQueued t;
+  std::thread stopper([&] { t.batcher.stop(); });
+  t.engine.release();
   stopper.join();
-  EXPECT_EQ(running.get().status, Batcher::Status::kOk);
-  EXPECT_EQ(queued.get().status, Batcher::Status::kOk);
-  EXPECT_EQ(batcher.run(texts({"c"}), 1, in(30s)).status, Batcher::Status::kStopped);
+  EXPECT_EQ(t.running.get().status, Batcher::Status::kOk);
+  EXPECT_EQ(t.queued.get().status, Batcher::Status::kOk);
+  EXPECT_EQ(t.batcher.run(texts({"c"}), 1, in(30s)).status, Batcher::Status::kStopped);
 }
 
 TEST(Batcher, RequestsCarryTheirJobsDeadlineIntoTheEngine) {
@@ -234,21 +243,30 @@ TEST(Batcher, RequestsCarryTheirJobsDeadlineIntoTheEngine) {
 }
 
 TEST(Batcher, CancelAfterCancelsTheRunningBatchAndAnswersQueuedJobsStopped) {
-  Metrics metrics;
-  FakeEngine engine;
-  Batcher batcher({}, engine.runner(), metrics);
-  engine.hold();
-  auto running = start(batcher, texts({"a"}), 1);
-  engine.wait_entered(1);
-  auto queued = start(batcher, texts({"b"}), 1);
-  wait_queue_depth(metrics, 1);
-  batcher.cancel_after(Batcher::Clock::now());
-  engine.release();
-  EXPECT_EQ(running.get().status, Batcher::Status::kOk);  // this fake ignores the cancel check...
-  EXPECT_TRUE(engine.last_cancelled());                   // ...which said to stop
-  EXPECT_EQ(queued.get().status, Batcher::Status::kStopped);
-  EXPECT_EQ(engine.batches(), (std::vector<size_t>{1}));  // "b" never ran
-  EXPECT_EQ(batcher.run(texts({"c"}), 1, in(30s)).status, Batcher::Status::kStopped);
+  RunningAndQueued t;
+  t.batcher.cancel_after(Batcher::Clock::now());
+  t.engine.release();
+  EXPECT_EQ(t.running.get().status, Batcher::Status::kOk);  // this fake ignores the cancel check...
+  EXPECT_TRUE(t.engine.last_cancelled());                   // ...which said to stop
+  EXPECT_EQ(t.queued.get().status, Batcher::Status::kStopped);
+  EXPECT_EQ(t.engine.batches(), (std::vector<size_t>{1}));  // "b" never ran
+  EXPECT_EQ(t.batcher.run(texts({"c"}), 1, in(30s)).status, Batcher::Status::kStopped);
+}
+
+// The HTTP service sets Request::cancel when the client goes away.
+TEST(Batcher, AQueuedJobWhoseCallerCancelledIsAnsweredWithoutRunning) {
+  auto gone = std::make_shared<std::atomic<bool>>(false);
+  std::vector<Request> job = texts({"b"});
+  job[0].cancel = gone;
+  RunningAndQueued t(std::move(job));
+  gone->store(true);
+  t.engine.release();
+  EXPECT_EQ(t.running.get().status, Batcher::Status::kOk);
+  const Batcher::Outcome o = t.queued.get();
+  ASSERT_EQ(o.status, Batcher::Status::kOk);
+  ASSERT_EQ(o.results.size(), 1u);
+  EXPECT_EQ(o.results[0].error_kind, ErrorKind::kCancelled) << o.results[0].error;
+  EXPECT_EQ(t.engine.batches(), (std::vector<size_t>{1}));  // "b" never ran
 }
 
 }  // namespace

@@ -173,6 +173,34 @@ TEST(HttpHardening, ConnectionCapAnswers503AndFreesSlots) {
   EXPECT_EQ(next.read().status, 200);
 }
 
+TEST(HttpHardening, ConnectionsPerAddressAreCappedWhenAsked) {
+  ServerConfig config;
+  config.max_connections_per_ip = 2;
+  TestServer s(config);
+  std::vector<std::unique_ptr<RawClient>> held;
+  for (int i = 0; i < 2; ++i) {
+    held.push_back(std::make_unique<RawClient>(s.port()));
+    ASSERT_TRUE(held.back()->send("GET /hea"));
+  }
+  std::this_thread::sleep_for(200ms);  // both accepted
+  {
+    RawClient extra(s.port());
+    const RawResponse r = extra.read(2000ms);
+    EXPECT_EQ(r.status, 503) << r.body;
+    EXPECT_EQ(error_type(r), "too_many_connections");
+    EXPECT_NE(r.body.find("from 127.0.0.1 (2)"), std::string::npos) << r.body;
+  }
+  RawClient other(s.port(), "127.0.0.2");  // another address has its own count
+  ASSERT_TRUE(other.connected());
+  ASSERT_TRUE(other.send(kHealth));
+  EXPECT_EQ(other.read().status, 200);
+  held.pop_back();  // one leaves: its slot is free again
+  std::this_thread::sleep_for(200ms);
+  RawClient next(s.port());
+  ASSERT_TRUE(next.send(kHealth));
+  EXPECT_EQ(next.read().status, 200);
+}
+
 // Nagle + delayed ACK added ~40 ms to every response after the first on a connection when the
 // header and body went out in two writes.
 TEST(HttpHardening, KeepAliveResponsesAreNotDelayed) {

@@ -16,6 +16,7 @@
 #include <random>
 #include <regex>
 
+#include "server/metric_sample.h"
 #include "server/server_test_util.h"
 
 namespace rexnlu::server::testing {
@@ -53,13 +54,6 @@ httplib::Result post(httplib::Client& c, const std::string& path, const std::str
 }
 httplib::Result post(httplib::Client& c, const std::string& path, const Json& body) { return post(c, path, body.dump()); }
 
-int64_t metric(httplib::Client& c, const std::string& sample) {
-  auto r = c.Get("/metrics");
-  if (!r) return -1;
-  const size_t at = r->body.find("\n" + sample + " ");
-  if (at == std::string::npos) return 0;
-  return std::stoll(r->body.substr(at + sample.size() + 2));
-}
 
 const char* const kNerCases[] = {"ner/cf108c98d1f686e65d7a5676af5a0af1", "ner/f76b975537952eec8064c88e212c23c6",
                                  "ner/f29f5a8b3923c5cd934e01e75118b752", "ner/f6f5827b767d29f18f46c1647d0f391d"};
@@ -99,10 +93,6 @@ class Gate {
   int entered_ = 0;
 };
 
-void wait_for_metric(httplib::Client& c, const std::string& sample, int64_t value) {
-  for (int i = 0; i < 5000 && metric(c, sample) != value; ++i) std::this_thread::sleep_for(2ms);
-  ASSERT_EQ(metric(c, sample), value) << sample;
-}
 
 TEST(HttpRoutes, HealthInfoPageOpenApi) {
   TestServer s;

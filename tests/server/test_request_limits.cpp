@@ -1,7 +1,8 @@
 // Unbounded work per request (issue 12, item 3) over HTTP: options out of range and requests past
 // a limit are 422 naming it; a request past its deadline stops using the model; a schema-heavy
 // request is counted by its cost, so load shedding does not refuse the ordinary requests after
-// it; a drain cancels the work still running after drain_timeout.
+// it; a drain cancels the work still running after drain_timeout; a client that goes away stops
+// the work for its request.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -10,6 +11,8 @@
 #include <thread>
 
 #include "engine/engine_impl.h"
+#include "server/metric_sample.h"
+#include "server/raw_http_client.h"
 #include "server/server_test_util.h"
 #include "uie/fixtures.h"
 
@@ -21,12 +24,6 @@ using Clock = std::chrono::steady_clock;
 
 httplib::Result post(httplib::Client& c, const Json& body) { return c.Post("/v1/extract", body.dump(), "application/json"); }
 
-int64_t metric(httplib::Client& c, const std::string& sample) {
-  auto r = c.Get("/metrics");
-  if (!r) return -1;
-  const size_t at = r->body.find("\n" + sample + " ");
-  return at == std::string::npos ? 0 : std::stoll(r->body.substr(at + sample.size() + 2));
-}
 
 void expect_error(const httplib::Result& r, int status, const std::string& type, std::initializer_list<const char*> fragments) {
   ASSERT_TRUE(r);
@@ -138,6 +135,16 @@ TEST(RequestLimits, ASchemaHeavyRequestIsCountedSoOrdinaryOnesAreNotShed) {
   EXPECT_EQ(refused, 0);
 }
 
+// About 60 KB of text, one sequence per forward (about 45 windows): the work can stop between any two.
+std::string long_request() {
+  std::string text;
+  while (text.size() < 60000) text += "小明在北京大学读书，后来去了上海交通大学任教。";
+  return Json{{"text", text}, {"schema", {{"人物", nullptr}}}, {"options", {{"max_batch_cells", 512 * 512}}}}.dump();
+}
+
+const std::string k499 = R"(rexnlu_http_requests_total{route="/v1/extract",status="499"})";
+
+
 TEST(RequestLimits, DrainCancelsWorkStillRunningAfterTheDrainTimeout) {
   // 20 ms per sequence; the request has about 60 windows of text: over a second of model work.
   ServerConfig config;
@@ -145,11 +152,9 @@ TEST(RequestLimits, DrainCancelsWorkStillRunningAfterTheDrainTimeout) {
   std::atomic<int64_t> sequences{0};
   auto server = std::make_unique<TestServer>(config, false);
   server->server().set_engine(slow_fake_engine(20ms, &sequences));
-  std::string text;
-  while (text.size() < 60000) text += "小明在北京大学读书，后来去了上海交通大学任教。";
   auto in_flight = std::async(std::launch::async, [&] {
     auto cl = server->client();
-    return post(cl, {{"text", text}, {"schema", {{"人物", nullptr}}}, {"options", {{"max_batch_cells", 512 * 512}}}});
+    return cl.Post("/v1/extract", long_request(), "application/json");
   });
   while (sequences.load() < 2) std::this_thread::sleep_for(1ms);
   const Clock::time_point stop = Clock::now();
@@ -159,6 +164,46 @@ TEST(RequestLimits, DrainCancelsWorkStillRunningAfterTheDrainTimeout) {
   expect_error(r, 503, "shutting_down", {});
   EXPECT_LT(sequences.load(), 20);  // of ~45 windows
   server.reset();
+}
+
+TEST(RequestLimits, AClientThatGoesAwayStopsItsRunningWork) {
+  // 20 ms per sequence: about a second of model work, which ran to the end for nobody.
+  std::atomic<int64_t> sequences{0};
+  TestServer s({}, false);
+  s.server().set_engine(slow_fake_engine(20ms, &sequences));
+  {
+    RawClient gone(s.port());
+    ASSERT_TRUE(gone.send(post_request("/v1/extract", long_request())));
+    while (sequences.load() < 2) std::this_thread::sleep_for(1ms);
+  }  // the client closes the connection
+  auto c = s.client();
+  wait_for_metric(c, k499, 1);  // logged as 499: the client closed the request
+  EXPECT_LT(sequences.load(), 20);  // of ~45 windows
+  auto ok = post(c, {{"text", "张三在北京"}, {"schema", {{"人物", nullptr}}}});
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200);
+}
+
+TEST(RequestLimits, AQueuedRequestWhoseClientWentAwayNeverRuns) {
+  std::atomic<int64_t> sequences{0};
+  TestServer s({}, false);
+  s.server().set_engine(slow_fake_engine(30ms, &sequences));
+  auto running = std::async(std::launch::async, [&] {
+    auto cl = s.client();
+    return cl.Post("/v1/extract", long_request(), "application/json");
+  });
+  while (sequences.load() < 2) std::this_thread::sleep_for(1ms);
+  auto c = s.client();
+  {
+    RawClient gone(s.port());
+    ASSERT_TRUE(gone.send(post_request("/v1/extract", R"({"text": "张三在北京", "schema": {"人物": null}})")));
+    wait_for_metric(c, "rexnlu_queue_depth", 1);
+  }  // goes away while queued behind the running request
+  auto r = running.get();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  wait_for_metric(c, k499, 1);
+  EXPECT_EQ(metric(c, "rexnlu_batches_total"), 1);  // the queued request was never run
 }
 
 }  // namespace

@@ -13,9 +13,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "server/metric_sample.h"
+
 extern char** environ;
 
 namespace {
+
+using rexnlu::server::testing::metric;
 
 using Json = nlohmann::ordered_json;
 using Clock = std::chrono::steady_clock;
@@ -81,12 +85,6 @@ httplib::Client client(int port) {
   return c;
 }
 
-int64_t metric(httplib::Client& c, const std::string& sample) {
-  auto r = c.Get("/metrics");
-  if (!r) return -1;
-  const size_t at = r->body.find("\n" + sample + " ");
-  return at == std::string::npos ? 0 : std::stoll(r->body.substr(at + sample.size() + 2));
-}
 
 void wait_healthy(httplib::Client& c) {
   for (int i = 0; i < 3000; ++i) {
@@ -169,7 +167,8 @@ TEST(ServeProcess, SigtermCancelsALongRequestWithinTheDrainTimeout) {
 TEST(ServeProcess, OptionsReachTheService) {
   Serve s = start_serve({"--api-key", "k1", "--max-body-bytes", "300", "--max-queue", "7", "--token-budget", "99",
                          "--deadline-ms", "1234", "--max-texts", "3", "--max-text-bytes", "500", "--max-schema-types", "6",
-                         "--max-schema-depth", "2", "--max-paths", "11", "--max-output-bytes", "12", "--max-sequences", "13"});
+                         "--max-schema-depth", "2", "--max-paths", "11", "--max-output-bytes", "12", "--max-sequences", "13",
+                         "--max-connections-per-ip", "4"});
   ASSERT_GT(s.port, 0);
   auto c = client(s.port);
   wait_healthy(c);

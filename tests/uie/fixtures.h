@@ -53,6 +53,29 @@ class FakeLinkModel : public models::LinkModel {
   int64_t calls_ = 0, sequences_ = 0, max_batch_ = 0;
 };
 
+// Links `head..tail` of the first text window (offsets from its first text token) with every
+// [TYPE] (id 12801) of a sequence; nothing when the span does not fit.
+inline models::LinkLogits link_all_types(const models::SequenceInput& s, int32_t head_off, int32_t tail_off) {
+  const int32_t L = s.length();
+  models::LinkLogits z(static_cast<size_t>(L) * L, -5.0f);
+  int32_t H = 0;
+  while (H < L && s.ids[H] != 2) ++H;
+  ++H;
+  const int32_t h = H + head_off, t = H + tail_off;
+  if (t >= L - 1) return z;
+  z[static_cast<size_t>(h) * L + t] = 3.0f;
+  for (int32_t k = 0; k < H; ++k) {
+    if (s.ids[k] != 12801) continue;
+    z[static_cast<size_t>(h) * L + k] = 3.0f;
+    z[static_cast<size_t>(k) * L + t] = 3.0f;
+  }
+  return z;
+}
+
+// The first text token as a one-token span of every [TYPE]: every level finds one span per type
+// and a nested schema recurses to its last level.
+inline models::LinkLogits link_first_token(const models::SequenceInput& s) { return link_all_types(s, 0, 0); }
+
 // All logits strongly negative: nothing links.
 inline models::LinkLogits no_links(const models::SequenceInput& s) {
   return models::LinkLogits(static_cast<size_t>(s.length()) * s.length(), -5.0f);

@@ -8,22 +8,7 @@ namespace rexnlu {
 namespace {
 
 using uie::testing::FakeLinkModel;
-
-// Links every text token i..i+1 pair of the first window with every [TYPE].
-models::LinkLogits link_first_token(const models::SequenceInput& s) {
-  const int32_t L = s.length();
-  models::LinkLogits z(static_cast<size_t>(L) * L, -5.0f);
-  int32_t H = 0;
-  while (H < L && s.ids[H] != 2) ++H;
-  ++H;
-  z[static_cast<size_t>(H) * L + H] = 3.0f;
-  for (int32_t k = 0; k < H; ++k) {
-    if (s.ids[k] != 12801) continue;
-    z[static_cast<size_t>(H) * L + k] = 3.0f;
-    z[static_cast<size_t>(k) * L + H] = 3.0f;
-  }
-  return z;
-}
+using uie::testing::link_first_token;
 
 Engine fake_engine(FakeLinkModel::Fill fill = link_first_token) {
   return Engine(std::make_unique<Engine::Impl>(Engine::Impl{

@@ -17,24 +17,8 @@ namespace rexnlu {
 namespace {
 
 using uie::testing::FakeLinkModel;
+using uie::testing::link_first_token;
 using namespace std::chrono_literals;
-
-// Links the first text token (as a one-token span) with every [TYPE], so every level finds one
-// span per type and a nested schema recurses to its last level.
-models::LinkLogits link_first_token(const models::SequenceInput& s) {
-  const int32_t L = s.length();
-  models::LinkLogits z(static_cast<size_t>(L) * L, -5.0f);
-  int32_t H = 0;
-  while (H < L && s.ids[H] != 2) ++H;
-  ++H;
-  z[static_cast<size_t>(H) * L + H] = 3.0f;
-  for (int32_t k = 0; k < H; ++k) {
-    if (s.ids[k] != 12801) continue;
-    z[static_cast<size_t>(H) * L + k] = 3.0f;
-    z[static_cast<size_t>(k) * L + H] = 3.0f;
-  }
-  return z;
-}
 
 // Every link of every window at logit 0: only a threshold below 0 makes them hold.
 models::LinkLogits all_zero(const models::SequenceInput& s) {
@@ -266,6 +250,18 @@ TEST(Limits, CostCountsThePromptsOfTheSchemaNotJustTheText) {
   Options bad;
   bad.link_threshold = 100;
   EXPECT_THROW(f.engine.estimate_cost(Request{text, kThreeLevels, bad}), Error);
+}
+
+TEST(Limits, CostCountsTheBlankRerunOfClassification) {
+  Fake f = fake_engine(uie::testing::no_links);
+  const std::string text = "[CLASSIFY]这部电影拍得真好看，演员也很用心";
+  const std::string labels = R"j({"正面": null, "负面": null})j";
+  const int64_t tokens = f.engine.count_tokens(text);
+  f.engine.extract(text, labels);
+  EXPECT_EQ(f.model->sequences(), 2);  // nothing linked at level 0: the blank rerun scores every label again
+  EXPECT_EQ(f.engine.estimate_cost(Request{text, labels, {}}), 2 * tokens);
+  EXPECT_EQ(f.engine.estimate_cost(Request{"[MULTICLASSIFY]这部电影拍得真好看", labels, {}}),
+            2 * f.engine.count_tokens("[MULTICLASSIFY]这部电影拍得真好看"));
 }
 
 }  // namespace

@@ -14,6 +14,7 @@ namespace rexnlu::uie {
 namespace {
 
 using testing::FakeLinkModel;
+using testing::link_all_types;
 using testing::read_jsonl;
 
 const text::Tokenizer& tokenizer() {
@@ -82,24 +83,6 @@ TEST(Pipeline, ReplayingTheOriginalsLevelZeroLogitsGivesTheExpectedOutput) {
   EXPECT_EQ(prompt_checked, 24);
   EXPECT_GE(replayed, 15);
   std::printf("replayed %d e2e cases fully from the original's level-0 logits\n", replayed);
-}
-
-// Logits that link `head..tail` of the first text window with every [TYPE] of a sequence.
-models::LinkLogits link_all_types(const models::SequenceInput& s, int32_t head_off, int32_t tail_off) {
-  const int32_t L = s.length();
-  models::LinkLogits z(static_cast<size_t>(L) * L, -5.0f);
-  int32_t H = 0;
-  while (H < L && s.ids[H] != 2) ++H;
-  ++H;
-  const int32_t h = H + head_off, t = H + tail_off;
-  if (t >= L - 1) return z;
-  z[static_cast<size_t>(h) * L + t] = 3.0f;
-  for (int32_t k = 0; k < H; ++k) {
-    if (s.ids[k] != 12801) continue;
-    z[static_cast<size_t>(h) * L + k] = 3.0f;
-    z[static_cast<size_t>(k) * L + t] = 3.0f;
-  }
-  return z;
 }
 
 TEST(Pipeline, OneForwardPerLevelAcrossRequests) {
