@@ -134,8 +134,9 @@ TEST(CliErrors, GoToStderrWithNonZeroExit) {
   expect_error({"info", "--model", "/no/such/model"}, "rexnlu info: /no/such/model");
 #if REXNLU_HAVE_CUDA
   // A CUDA build: without a usable GPU the line names what is missing (driver, device); with one it runs.
-  if (const Outcome r = rexnlu({"info", "--model", kTiny, "--device", "cuda"}); r.rc != 0)
+  if (const Outcome r = rexnlu({"info", "--model", kTiny, "--device", "cuda"}); r.rc != 0) {
     EXPECT_NE(r.err.find("rexnlu info: device cuda:0: "), std::string::npos) << r.err;
+  }
 #else
   expect_error({"info", "--model", kTiny, "--device", "cuda"}, "rexnlu info: device cuda: this build has no CUDA backend");
 #endif
