@@ -3,6 +3,7 @@
 #include <cstdint>
 
 #include "fuzz_util.h"
+#include "models/rex/rex_family.h"
 #include "rexnlu/error.h"
 #include "text/tokenizer.h"
 #include "text/utf8.h"
@@ -11,7 +12,7 @@ namespace {
 
 const rexnlu::text::Tokenizer& tokenizer() {
   static const rexnlu::text::Tokenizer t =
-      rexnlu::text::Tokenizer::from_model_dir(REXNLU_MODELS_DIR "/rexuninlu_tiny");
+      rexnlu::text::Tokenizer::from_model_dir(REXNLU_MODELS_DIR "/rexuninlu_tiny", rexnlu::models::rex::added_tokens());
   return t;
 }
 

@@ -59,11 +59,6 @@ LoadedModel load(const std::filesystem::path& model_dir, const LoadOptions& opti
 
 }  // namespace
 
-const std::vector<std::string>& added_tokens() {
-  static const std::vector<std::string> tokens = {"[PREFIX]", "[TYPE]", "[CLASSIFY]", "[MULTICLASSIFY]"};
-  return tokens;
-}
-
 const ModelFamily kFamily = {"rex-uninlu", "model_type \"deberta-v2\"", recognizes, added_tokens, load};
 
 }  // namespace rexnlu::models::rex
