@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "rexnlu/error.h"
+#include "tensor/half.h"
 
 namespace rexnlu::io {
 
@@ -25,7 +26,31 @@ std::vector<std::string> TensorStore::names() const {
   return out;
 }
 
+DType TensorStore::stored_dtype(const std::string& name) const {
+  auto it = widened_.find(name);
+  return it != widened_.end() ? it->second : at(name).dtype;
+}
+
+namespace {
+// A float copy of the 16-bit tensor `view` (2-byte aligned, see aligned_bytes).
+std::shared_ptr<float[]> widened(const TensorView& view) {
+  const auto n = static_cast<size_t>(view.numel());
+  std::shared_ptr<float[]> out(new float[n]);
+  const auto* in = reinterpret_cast<const uint16_t*>(view.data);
+  for (size_t i = 0; i < n; ++i) out[i] = view.dtype == DType::kF16 ? f16_to_f32(in[i]) : bf16_to_f32(in[i]);
+  return out;
+}
+}  // namespace
+
 void TensorStore::add(std::string name, TensorView view) {
+  if (tensors_.count(name)) throw ModelError(source_.string() + ": duplicate tensor name '" + name + "'");
+  if (view.dtype == DType::kF16 || view.dtype == DType::kBF16) {
+    std::shared_ptr<float[]> wide = widened(view);
+    widened_[name] = view.dtype;
+    view.dtype = DType::kF32;
+    view.data = reinterpret_cast<const std::byte*>(wide.get());
+    keep_alive(std::move(wide));
+  }
   auto [it, inserted] = tensors_.emplace(std::move(name), std::move(view));
   if (!inserted) throw ModelError(source_.string() + ": duplicate tensor name '" + it->first + "'");
 }

@@ -1,6 +1,9 @@
 // Named tensors read from a checkpoint file. The store owns the bytes (a read-only memory
 // map of the file where the format allows zero-copy, or buffers it filled itself) and hands
-// out views that live as long as the store.
+// out views that live as long as the store. F16 and BF16 tensors are widened to F32 when they
+// are added (every network computes from F32 weights; a backend narrows them again where it runs
+// in 16 bits), so a checkpoint stored in 16 bits loads like its F32 original; stored_dtype()
+// still tells what the file held.
 #pragma once
 
 #include <filesystem>
@@ -23,11 +26,12 @@ class TensorStore {
   const TensorView& at(const std::string& name) const;    // throws rexnlu::Error (kInvalidModel)
   std::vector<std::string> names() const;                 // sorted
   size_t size() const { return tensors_.size(); }
+  DType stored_dtype(const std::string& name) const;     // the dtype in the file (F16 for a widened tensor)
   const std::filesystem::path& source() const { return source_; }
 
   // For the readers: keep `owner` alive with the store, register views into its bytes.
   void keep_alive(std::shared_ptr<const void> owner) { owners_.push_back(std::move(owner)); }
-  void add(std::string name, TensorView view);  // throws on a duplicate name
+  void add(std::string name, TensorView view);  // throws on a duplicate name; widens F16/BF16 to F32
   void set_source(std::filesystem::path p) { source_ = std::move(p); }
   // Returns `p` when it is aligned for `dtype`, else a copy of its `nbytes` bytes in a buffer
   // the store owns (kernels may read the data as float/int64 directly, which needs alignment).
@@ -35,6 +39,7 @@ class TensorStore {
 
  private:
   std::map<std::string, TensorView> tensors_;
+  std::map<std::string, DType> widened_;  // name -> dtype in the file, for the tensors add() widened
   std::vector<std::shared_ptr<const void>> owners_;
   std::filesystem::path source_;
 };

@@ -11,8 +11,9 @@ const TensorView* WeightLoader::checked(const std::string& name, const std::vect
   const TensorView& v = store_.at(name);
   summary_.tensors += 1;
   summary_.parameters += v.numel();
-  summary_.bytes += static_cast<int64_t>(v.nbytes());
-  summary_.dtypes.insert(std::string(dtype_name(v.dtype)));
+  const DType stored = store_.stored_dtype(name);  // F16 for a 16-bit checkpoint, widened at load
+  summary_.bytes += v.numel() * static_cast<int64_t>(dtype_size(stored));
+  summary_.dtypes.insert(std::string(dtype_name(stored)));
   return &v;
 }
 

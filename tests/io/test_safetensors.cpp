@@ -68,6 +68,39 @@ TEST(Safetensors, MetadataIsIgnoredAndMisalignedDataIsCopied) {
   EXPECT_EQ(*reinterpret_cast<const int64_t*>(store.at("n").data), 7);
 }
 
+// Checkpoints stored in 16 bits load as F32: every F16 / BF16 value widens exactly (subnormals,
+// infinities and the largest half included), and the store still says what the file held.
+TEST(Safetensors, SixteenBitTensorsAreWidenedToF32) {
+  const std::string header =
+      R"({"h":{"dtype":"F16","shape":[6],"data_offsets":[0,12]},)"
+      R"("b":{"dtype":"BF16","shape":[3],"data_offsets":[12,18]},"f":{"dtype":"F32","shape":[1],"data_offsets":[20,24]}})";
+  const std::vector<uint16_t> halves = {0x3c00, 0xc000, 0x0001, 0x7c00, 0x3555, 0x7bff, 0x3f80, 0xc0a0, 0x0001, 0};
+  std::vector<uint8_t> data;
+  for (uint16_t h : halves) data.insert(data.end(), {static_cast<uint8_t>(h & 0xff), static_cast<uint8_t>(h >> 8)});
+  data.insert(data.end(), {0, 0, 0x40, 0x40});  // F32 3.0
+  TempDir dir;
+  write_bytes(dir / "model.safetensors", make_safetensors(header, data));
+  TensorStore store = load_safetensors(dir / "model.safetensors");
+  const TensorView& h = store.at("h");
+  ASSERT_EQ(h.dtype, DType::kF32);
+  EXPECT_EQ(h.nbytes(), 24u);
+  EXPECT_EQ(h.f32()[0], 1.0f);
+  EXPECT_EQ(h.f32()[1], -2.0f);
+  EXPECT_EQ(h.f32()[2], std::ldexp(1.0f, -24));  // the smallest subnormal half
+  EXPECT_TRUE(std::isinf(h.f32()[3]) && h.f32()[3] > 0);
+  EXPECT_EQ(h.f32()[4], 0.333251953125f);
+  EXPECT_EQ(h.f32()[5], 65504.0f);
+  const TensorView& b = store.at("b");
+  ASSERT_EQ(b.dtype, DType::kF32);
+  EXPECT_EQ(b.f32()[0], 1.0f);
+  EXPECT_EQ(b.f32()[1], -5.0f);
+  EXPECT_EQ(b.f32()[2], std::ldexp(1.0f, -133));  // a float subnormal
+  EXPECT_EQ(store.at("f").f32()[0], 3.0f);
+  EXPECT_EQ(store.stored_dtype("h"), DType::kF16);
+  EXPECT_EQ(store.stored_dtype("b"), DType::kBF16);
+  EXPECT_EQ(store.stored_dtype("f"), DType::kF32);
+}
+
 TEST(Safetensors, TruncatedFileIsReported) {
   const auto good = read_bytes(tiny_model_dir() / "model.safetensors");
   for (size_t cut : {size_t{0}, size_t{5}, size_t{8}, size_t{100}, size_t{4952}, size_t{5000}, good.size() / 2,

@@ -64,13 +64,13 @@ TEST(RexWeights, ListsEveryProblemInOneError) {
     if (name == "ffnq.bias" || name == "plm.encoder.layer.1.output.dense.weight") continue;  // missing
     TensorView v = real.at(name);
     if (name == "plm.encoder.layer.0.attention.self.query_proj.weight") v.shape = {64, 32};
-    if (name == "rotary_emb.freqs") v.dtype = DType::kF16;
+    if (name == "rotary_emb.freqs") v.dtype = DType::kI32;
     store.add(name, v);
   }
   expect_model_error([&] { RexUniNluModel(tiny_config(), store, kTinyRows); },
                      {"fake.safetensors", "2 missing", "ffnq.bias", "plm.encoder.layer.1.output.dense.weight",
                       "plm.encoder.layer.0.attention.self.query_proj.weight: expected [64, 64], found [64, 32]",
-                      "rotary_emb.freqs: expected dtype F32, found F16"});
+                      "rotary_emb.freqs: expected dtype F32, found I32"});
 }
 
 TEST(RexWeights, LongMissingListIsCut) {
