@@ -13,6 +13,8 @@
 # Only 127.0.0.1 is ever targeted; every run is bounded by DURATION_S.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/serve_port.sh
+source "$root/bench/serve_port.sh"
 build=${1:-$root/build}
 duration=${2:-60}
 concurrencies=${3:-"1 10 64"}
@@ -54,12 +56,8 @@ for model in $models; do
   # shellcheck disable=SC2086  # SERVE_ARGS: extra `rexnlu serve` options, word-split on purpose
   "$binary" serve --port 0 --model "$dir" ${SERVE_ARGS:-} > "$work/serve.out" 2> "$work/serve_$model.err" &
   pid=$!
-  port=""
-  for _ in $(seq 600); do
-    port=$(grep -o '127.0.0.1:[0-9]*' "$work/serve.out" 2>/dev/null | cut -d: -f2 || true)
-    [ -n "$port" ] && curl -sf "http://127.0.0.1:$port/health" > /dev/null && break
-    sleep 0.2
-  done
+  port=$(serve_port "$work/serve.out")
+  [ -n "$port" ] || { echo "rexnlu serve did not become healthy: $work/serve_$model.err" >&2; kill "$pid"; exit 1; }
   # Warm-up (first forward, allocator), then the measured runs.
   curl -sf -H 'Content-Type: application/json' --data-binary @"$work/body.json" "http://127.0.0.1:$port/v1/extract" > /dev/null
   for c in $concurrencies; do

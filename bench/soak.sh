@@ -16,6 +16,8 @@
 # Python: the Debian python3 standard library only.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/serve_port.sh
+source "$root/bench/serve_port.sh"
 build=${1:-$root/build}
 binary=$build/apps/rexnlu
 work=$build/soak
@@ -27,12 +29,8 @@ mkdir -p "$work"
   > "$work/serve.out" 2> "$work/serve.err" &
 pid=$!
 trap 'kill -TERM $pid 2> /dev/null || true' EXIT
-port=""
-for _ in $(seq 600); do
-  port=$(grep -o '127.0.0.1:[0-9]*' "$work/serve.out" 2>/dev/null | cut -d: -f2 || true)
-  [ -n "$port" ] && curl -sf "http://127.0.0.1:$port/health" > /dev/null && break
-  sleep 0.2
-done
+port=$(serve_port "$work/serve.out")
+[ -n "$port" ] || { echo "rexnlu serve did not become healthy: $work/serve.err" >&2; exit 1; }
 echo "soak: rexnlu serve pid $pid on 127.0.0.1:$port, $(git -C "$root" rev-parse --short HEAD), $(date -u '+%F %T') UTC, load $(cut -d' ' -f1-3 /proc/loadavg)"
 rc=0
 python3 "$root/bench/soak.py" --port "$port" --pid "$pid" --seconds "${SOAK_SECONDS:-1800}" \
