@@ -19,7 +19,7 @@ import sys
 
 import numpy as np
 
-from fullsize_case import uniform, write_safetensors
+from fullsize_case import layer_tensors, uniform, write_safetensors
 
 CONFIG = {
     "model_type": "bert", "architectures": ["SiameseUieModel"], "vocab_size": 21128, "hidden_size": 768,
@@ -39,13 +39,7 @@ def tensor_list():
     layers = [f"plm.encoder.layer.{i}." for i in range(LOWER)]
     layers += [f"crossattention.layer.{i}." for i in range(CONFIG["num_hidden_layers"] - LOWER)]
     for p in layers:
-        for m in ("query", "key", "value"):
-            t += [(p + f"attention.self.{m}.weight", [h, h]), (p + f"attention.self.{m}.bias", [h])]
-        t += [(p + "attention.output.dense.weight", [h, h]), (p + "attention.output.dense.bias", [h])]
-        t += [(p + "attention.output.LayerNorm.weight", [h]), (p + "attention.output.LayerNorm.bias", [h])]
-        t += [(p + "intermediate.dense.weight", [f, h]), (p + "intermediate.dense.bias", [f])]
-        t += [(p + "output.dense.weight", [h, f]), (p + "output.dense.bias", [h])]
-        t += [(p + "output.LayerNorm.weight", [h]), (p + "output.LayerNorm.bias", [h])]
+        t += layer_tensors(p, ("query", "key", "value"), h, f)
     t += [("plm.pooler.dense.weight", [h, h]), ("plm.pooler.dense.bias", [h])]
     t += [("head_clsf.weight", [1, h]), ("head_clsf.bias", [1]), ("tail_clsf.weight", [1, h]), ("tail_clsf.bias", [1])]
     return t
