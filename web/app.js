@@ -170,6 +170,18 @@ async function extract(event) {
   }
 }
 
+// The header names the model family the service loaded (/info): RexUniNLU or SiameseUIE.
+const FAMILY_NAMES = { "rex-uninlu": "RexUniNLU", "siamese-uie": "SiameseUIE" };
+async function showFamily() {
+  try {
+    const response = await fetch("info", { headers: headers() });
+    const family = (await response.json()).model.family;
+    if (FAMILY_NAMES[family]) $("family").textContent = FAMILY_NAMES[family];
+  } catch (e) {
+    // the health badge reports an unreachable service
+  }
+}
+
 async function checkHealth() {
   const badge = $("health");
   try {
@@ -186,4 +198,4 @@ async function checkHealth() {
 $("task").addEventListener("change", showTaskFields);
 $("form").addEventListener("submit", extract);
 showTaskFields();
-checkHealth();
+checkHealth().then(showFamily);

@@ -171,98 +171,83 @@ uie::SiameseOptions siamese_options(const Request& request, const Limits& limits
   return s;
 }
 
-std::vector<Result> extract_batch_siamese(Engine::Impl& impl, const std::vector<Request>& requests,
-                                          BatchTimings* timings, const std::function<bool()>& cancelled);
+// What driving the runs of one batch reports for BatchTimings.
+struct DriveStats {
+  double forward_seconds = 0;  // time in the model
+  int64_t forward_calls = 0;
+};
+
+// extract_batch for either pipeline: a Run per request (built by make_run(request, schema); a
+// request whose run cannot be built fails alone), all runs driven together by drive(active,
+// max_batch_cells) -> DriveStats, then each run's output or error as its Result.
+template <class Run, class MakeRun, class Drive>
+std::vector<Result> extract_runs(const std::vector<Request>& requests, const Limits& limits, bool has_probabilities,
+                                 BatchTimings* timings, const MakeRun& make_run, const Drive& drive) {
+  const Clock::time_point start = Clock::now();
+  std::vector<Result> results(requests.size());
+  std::vector<std::unique_ptr<Run>> runs(requests.size());
+  std::vector<Run*> active;
+  int64_t max_cells = INT64_MAX;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    try {
+      runs[i] = make_run(requests[i], checked_schema(requests[i], limits));
+      active.push_back(runs[i].get());
+      max_cells = std::min(max_cells, requests[i].options.max_batch_cells);
+    } catch (const Error& e) {
+      results[i].error = e.what();
+      results[i].error_kind = e.kind();
+    }
+  }
+  const double tokenize_seconds = seconds_since(start);
+  const Clock::time_point run_start = Clock::now();
+  const DriveStats stats = active.empty() ? DriveStats{} : drive(active, max_cells);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    if (!runs[i]) continue;
+    if (runs[i]->error()) {
+      results[i].error = *runs[i]->error();
+      results[i].error_kind = runs[i]->error_kind();
+      continue;
+    }
+    results[i] = to_result(runs[i]->output(), runs[i]->text(), runs[i]->warnings(), requests[i].options,
+                           has_probabilities);
+  }
+  if (timings) {
+    timings->tokenize_seconds = tokenize_seconds;
+    timings->forward_seconds = stats.forward_seconds;
+    timings->decode_seconds = std::max(0.0, seconds_since(run_start) - stats.forward_seconds);
+    timings->forward_calls = stats.forward_calls;
+  }
+  return results;
+}
 
 }  // namespace
 
 std::vector<Result> Engine::extract_batch(const std::vector<Request>& requests, BatchTimings* timings,
                                           const std::function<bool()>& cancelled) {
-  if (impl_->pointer_model) return extract_batch_siamese(*impl_, requests, timings, cancelled);
-  const Clock::time_point start = Clock::now();
-  std::vector<Result> results(requests.size());
-  std::vector<std::unique_ptr<uie::RequestRun>> runs(requests.size());
-  std::vector<uie::RequestRun*> active;
-  int64_t max_cells = INT64_MAX;
-  for (size_t i = 0; i < requests.size(); ++i) {
-    try {
-      uie::Schema schema = checked_schema(requests[i], impl_->limits);
-      runs[i] = std::make_unique<uie::RequestRun>(
-          impl_->tokenizer, requests[i].text, std::move(schema),
-          pipeline_options(requests[i], impl_->limits));
-      active.push_back(runs[i].get());
-      max_cells = std::min(max_cells, requests[i].options.max_batch_cells);
-    } catch (const Error& e) {
-      results[i].error = e.what();
-      results[i].error_kind = e.kind();
-    }
+  Impl& impl = *impl_;
+  if (impl.pointer_model) {  // SiameseUIE
+    const auto make_run = [&](const Request& r, uie::Schema schema) {
+      const uie::SiameseOptions o = siamese_options(r, impl.limits);
+      return std::make_unique<uie::SiameseRun>(impl.tokenizer, r.text, std::move(schema), o);
+    };
+    // The model calls are not timed apart here: decoding is a small part of a pointer run.
+    const auto drive = [&](const std::vector<uie::SiameseRun*>& active, int64_t max_cells) {
+      const Clock::time_point start = Clock::now();
+      const int64_t calls_before = impl.pointer_model->forward_calls();
+      uie::run_siamese_requests(*impl.pointer_model, active, max_cells, cancelled);
+      return DriveStats{seconds_since(start), impl.pointer_model->forward_calls() - calls_before};
+    };
+    return extract_runs<uie::SiameseRun>(requests, impl.limits, false, timings, make_run, drive);
   }
-  const double tokenize_seconds = seconds_since(start);
-  const Clock::time_point run_start = Clock::now();
-  TimedModel timed(*impl_->model);
-  if (!active.empty()) uie::run_requests(timed, active, max_cells, cancelled);
-  for (size_t i = 0; i < requests.size(); ++i) {
-    if (!runs[i]) continue;
-    if (runs[i]->error()) {
-      results[i].error = *runs[i]->error();
-      results[i].error_kind = runs[i]->error_kind();
-      continue;
-    }
-    results[i] = to_result(runs[i]->output(), runs[i]->text(), runs[i]->warnings(), requests[i].options, true);
-  }
-  if (timings) {
-    timings->tokenize_seconds = tokenize_seconds;
-    timings->forward_seconds = timed.seconds;
-    timings->decode_seconds = seconds_since(run_start) - timed.seconds;
-    timings->forward_calls = timed.calls;
-  }
-  return results;
+  const auto make_run = [&](const Request& r, uie::Schema schema) {
+    return std::make_unique<uie::RequestRun>(impl.tokenizer, r.text, std::move(schema), pipeline_options(r, impl.limits));
+  };
+  const auto drive = [&](const std::vector<uie::RequestRun*>& active, int64_t max_cells) {
+    TimedModel timed(*impl.model);
+    uie::run_requests(timed, active, max_cells, cancelled);
+    return DriveStats{timed.seconds, timed.calls};
+  };
+  return extract_runs<uie::RequestRun>(requests, impl.limits, true, timings, make_run, drive);
 }
-
-namespace {
-
-// extract_batch on a pointer-network (SiameseUIE) engine.
-std::vector<Result> extract_batch_siamese(Engine::Impl& impl, const std::vector<Request>& requests,
-                                          BatchTimings* timings, const std::function<bool()>& cancelled) {
-  const Clock::time_point start = Clock::now();
-  std::vector<Result> results(requests.size());
-  std::vector<std::unique_ptr<uie::SiameseRun>> runs(requests.size());
-  std::vector<uie::SiameseRun*> active;
-  int64_t max_cells = INT64_MAX;
-  for (size_t i = 0; i < requests.size(); ++i) {
-    try {
-      uie::Schema schema = checked_schema(requests[i], impl.limits);
-      const uie::SiameseOptions o = siamese_options(requests[i], impl.limits);
-      runs[i] = std::make_unique<uie::SiameseRun>(impl.tokenizer, requests[i].text, std::move(schema), o);
-      active.push_back(runs[i].get());
-      max_cells = std::min(max_cells, requests[i].options.max_batch_cells);
-    } catch (const Error& e) {
-      results[i].error = e.what();
-      results[i].error_kind = e.kind();
-    }
-  }
-  const double tokenize_seconds = seconds_since(start);
-  const Clock::time_point run_start = Clock::now();
-  const int64_t calls_before = impl.pointer_model->forward_calls();
-  if (!active.empty()) uie::run_siamese_requests(*impl.pointer_model, active, max_cells, cancelled);
-  for (size_t i = 0; i < requests.size(); ++i) {
-    if (!runs[i]) continue;
-    if (runs[i]->error()) {
-      results[i].error = *runs[i]->error();
-      results[i].error_kind = runs[i]->error_kind();
-      continue;
-    }
-    results[i] = to_result(runs[i]->output(), runs[i]->text(), runs[i]->warnings(), requests[i].options, false);
-  }
-  if (timings) {  // the model calls are not timed apart here: decoding is a small part of a pointer run
-    timings->tokenize_seconds = tokenize_seconds;
-    timings->forward_seconds = seconds_since(run_start);
-    timings->decode_seconds = 0;
-    timings->forward_calls = impl.pointer_model->forward_calls() - calls_before;
-  }
-  return results;
-}
-
-}  // namespace
 
 }  // namespace rexnlu

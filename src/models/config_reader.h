@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/json_input.h"
 #include "rexnlu/error.h"
 
 namespace rexnlu::models {
@@ -21,6 +22,27 @@ using nlohmann::json;
 
 inline constexpr int kAnyInt = std::numeric_limits<int>::min();
 inline constexpr int kIntMax = std::numeric_limits<int>::max();
+
+// Sane ranges for every family: far above any base checkpoint (DeBERTa-v2 base: 12,800 / 768 / 12 /
+// 3,072 / 512; BERT base: 21,128 / 768 / 12 / 3,072 / 512), low enough that a corrupt value is
+// refused before anything is sized by it (docs/options.md).
+inline constexpr int kMaxVocabSize = 1'000'000;
+inline constexpr int kMaxHiddenSize = 16'384;
+inline constexpr int kMaxLayers = 256;
+inline constexpr int kMaxIntermediateSize = 65'536;
+inline constexpr int kMaxPositions = 65'536;  // max_position_embeddings, position_buckets
+
+// config.json's text as a JSON object; ModelError naming `source_name` otherwise.
+inline json parse_config_object(const std::string& json_text, const std::string& source_name) {
+  json j;
+  try {
+    j = parse_json(json_text);
+  } catch (const json::exception& e) {
+    throw ModelError(source_name + ": not valid JSON: " + e.what());
+  }
+  if (!j.is_object()) throw ModelError(source_name + ": not a JSON object");
+  return j;
+}
 
 class ConfigReader {
  public:
@@ -56,6 +78,29 @@ class ConfigReader {
                           : v->get<int64_t>();
     if (x < lo || x > hi) fail(key, "must be " + kind + ", found " + v->dump());
     return static_cast<int>(x);
+  }
+
+  // The keys that fix every family's tensor shapes, all required (a config without them is more
+  // likely the wrong file than an intentionally minimal one): vocab_size, hidden_size,
+  // num_hidden_layers, num_attention_heads, intermediate_size; hidden_size must split evenly
+  // into the heads.
+  template <class Config>
+  void read_encoder_shape(Config& c) const {
+    c.vocab_size = integer("vocab_size", std::nullopt, 1, kMaxVocabSize);
+    c.hidden_size = integer("hidden_size", std::nullopt, 1, kMaxHiddenSize);
+    c.num_hidden_layers = integer("num_hidden_layers", std::nullopt, 1, kMaxLayers);
+    c.num_attention_heads = integer("num_attention_heads", std::nullopt, 1, kMaxHiddenSize);
+    c.intermediate_size = integer("intermediate_size", std::nullopt, 1, kMaxIntermediateSize);
+    if (c.hidden_size % c.num_attention_heads != 0)
+      throw ModelError(source_ + ": hidden_size " + std::to_string(c.hidden_size) +
+                       " is not a multiple of num_attention_heads " + std::to_string(c.num_attention_heads));
+  }
+
+  // layer_norm_eps: a small positive number (`fallback` is the family's transformers default).
+  float layer_norm_eps(double fallback) const {
+    const double eps = number("layer_norm_eps", fallback);
+    if (!(eps > 0 && eps < 1)) fail("layer_norm_eps", "must be a small positive number, found " + std::to_string(eps));
+    return static_cast<float>(eps);
   }
 
   bool boolean(const std::string& key, bool fallback) const {

@@ -31,6 +31,29 @@ void check_rows(const char* op, const DisentangledAttention& a, const backends::
   detail::expect_vector(op, "position_ids", a.position_ids, DType::kI32, L, be);
 }
 
+#if REXNLU_HAVE_CUDA
+// The CUDA kernel's arguments for the sequences of `batch` (checked by check_rows and the mask checks).
+backends::cuda::AttentionArgs cuda_args(const DisentangledAttention& a, const backends::cuda::DeviceBatch& batch) {
+  backends::cuda::AttentionArgs c;
+  c.type = DType::kF32;
+  c.batch = batch;
+  c.num_heads = a.num_heads;
+  c.head_dim = to_int(a.q.cols() / a.num_heads);
+  c.q = a.q.data;
+  c.k = a.k.data;
+  c.v = a.v.data;
+  c.ld_qkv = to_int(a.q.ld());
+  c.q_rel = a.q_rel.data;
+  c.k_rel = a.k_rel.data;
+  c.ld_rel = to_int(a.q_rel.ld());
+  c.rel_rows = to_int(a.q_rel.rows());
+  c.scale = a.scale;
+  c.out = a.out.data;
+  c.ld_out = to_int(a.out.ld());
+  return c;
+}
+#endif
+
 }  // namespace
 
 void disentangled_attention(backends::Backend& be, const DisentangledAttention& a) {
@@ -67,23 +90,8 @@ void disentangled_attention(backends::Backend& be, const DisentangledAttention& 
     case Device::kCuda: {
       auto& cb = backends::cuda::CudaBackend::of(be);
       const Workspace::Frame frame(be.workspace());
-      backends::cuda::AttentionArgs c;
-      c.type = DType::kF32;
-      c.batch = cb.one_sequence(to_int(L), a.position_ids.i32(), a.mask.u8());
-      c.num_heads = a.num_heads;
-      c.head_dim = to_int(width / a.num_heads);
-      c.q = a.q.data;
-      c.k = a.k.data;
-      c.v = a.v.data;
-      c.ld_qkv = to_int(a.q.ld());
-      c.q_rel = a.q_rel.data;
-      c.k_rel = a.k_rel.data;
-      c.ld_rel = to_int(a.q_rel.ld());
-      c.rel_rows = to_int(rel_rows);
-      c.scale = a.scale;
-      c.out = a.out.data;
-      c.ld_out = to_int(a.out.ld());
-      backends::cuda::disentangled_attention(c, cb.stream());
+      backends::cuda::disentangled_attention(
+          cuda_args(a, cb.one_sequence(to_int(L), a.position_ids.i32(), a.mask.u8())), cb.stream());
       return;
     }
 #endif
@@ -109,7 +117,7 @@ void disentangled_attention(backends::Backend& be, const DisentangledAttention& 
       max_length = std::max(max_length, to_int(L));
     }
     check_rows(op, a, be);
-    const int64_t rows = a.q.rows(), width = a.q.cols();
+    const int64_t rows = a.q.rows();
     auto& cb = backends::cuda::CudaBackend::of(be);
     const Workspace::Frame frame(be.workspace());
     // Offsets as the kernel reads them; masks addressed from the lowest one (one device address space).
@@ -121,29 +129,15 @@ void disentangled_attention(backends::Backend& be, const DisentangledAttention& 
     const ConstTensorRef d_offsets = be.upload(host_ref(offsets32.data(), {static_cast<int64_t>(B + 1)}));
     const ConstTensorRef d_mask_offsets = be.upload(
         ConstTensorRef(reinterpret_cast<const std::byte*>(mask_offsets.data()), DType::kI64, {static_cast<int64_t>(B)}));
-    backends::cuda::AttentionArgs c;
-    c.type = DType::kF32;
-    c.batch.num_sequences = static_cast<int>(B);
-    c.batch.max_length = max_length;
-    c.batch.rows = to_int(rows);
-    c.batch.offsets = d_offsets.i32();
-    c.batch.mask_offsets = reinterpret_cast<const int64_t*>(d_mask_offsets.data);
-    c.batch.position_ids = a.position_ids.i32();
-    c.batch.masks = reinterpret_cast<const uint8_t*>(base);
-    c.num_heads = a.num_heads;
-    c.head_dim = to_int(width / a.num_heads);
-    c.q = a.q.data;
-    c.k = a.k.data;
-    c.v = a.v.data;
-    c.ld_qkv = to_int(a.q.ld());
-    c.q_rel = a.q_rel.data;
-    c.k_rel = a.k_rel.data;
-    c.ld_rel = to_int(a.q_rel.ld());
-    c.rel_rows = to_int(a.q_rel.rows());
-    c.scale = a.scale;
-    c.out = a.out.data;
-    c.ld_out = to_int(a.out.ld());
-    backends::cuda::disentangled_attention(c, cb.stream());
+    backends::cuda::DeviceBatch batch;
+    batch.num_sequences = static_cast<int>(B);
+    batch.max_length = max_length;
+    batch.rows = to_int(rows);
+    batch.offsets = d_offsets.i32();
+    batch.mask_offsets = reinterpret_cast<const int64_t*>(d_mask_offsets.data);
+    batch.position_ids = a.position_ids.i32();
+    batch.masks = reinterpret_cast<const uint8_t*>(base);
+    backends::cuda::disentangled_attention(cuda_args(a, batch), cb.stream());
     return;
   }
 #endif

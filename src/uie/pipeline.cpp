@@ -39,7 +39,11 @@ std::string prefix_key(const Prefix& prefix) {
 
 RequestRun::RequestRun(const text::Tokenizer& tokenizer, std::string_view text, Schema schema,
                        PipelineOptions options)
-    : tok_(tokenizer), special_(SpecialIds::of(tokenizer)), opt_(options), schema_(std::move(schema)) {
+    : RunState(options.deadline, options.cancel),
+      tok_(tokenizer),
+      special_(SpecialIds::of(tokenizer)),
+      opt_(options),
+      schema_(std::move(schema)) {
   if (text.empty()) throw InputError("text is empty");
   text_ = std::make_shared<const std::u32string>(decode_utf8(text, "text"));
   text_tokens_ = tok_.encode_raw(text);
@@ -296,9 +300,7 @@ void RequestRun::finish_level() {
 }
 
 void RequestRun::fail(std::string message, ErrorKind kind) {
-  error_ = std::move(message);
-  error_kind_ = kind;
-  done_ = true;
+  set_failed(std::move(message), kind);
   ready_.clear();
   in_flight_.clear();
 }

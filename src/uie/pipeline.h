@@ -27,6 +27,7 @@
 #include "uie/hints.h"
 #include "uie/marked_text.h"
 #include "uie/prompt.h"
+#include "uie/run_state.h"
 #include "uie/schema.h"
 
 namespace rexnlu::uie {
@@ -55,12 +56,11 @@ using OutputPath = std::vector<OutputItem>;
 // Keeps the first of each group of identical paths (type, span, offsets of every item), in order.
 void drop_repeated_paths(std::vector<OutputPath>& paths);
 
-class RequestRun {
+class RequestRun : public RunState {
  public:
   // Throws rexnlu::Error (kInvalidInput) on empty or invalid UTF-8 text.
   RequestRun(const text::Tokenizer& tokenizer, std::string_view text, Schema schema, PipelineOptions options);
 
-  bool done() const { return done_; }
   // True when a sequence of the current level is ready to be handed out (builds the windows of
   // the next hint chunk on demand, so a huge text never holds a whole level in memory).
   bool has_pending();
@@ -72,19 +72,13 @@ class RequestRun {
   // next one (or the classification "blank" rerun, or finishes).
   void advance();
 
-  // Marks the run failed; it reports done() and keeps the error.
+  // Marks the run failed; it reports done() and keeps the error (done(), error(), error_kind(),
+  // expired(now) and sequences_built() are RunState's).
   void fail(std::string message, ErrorKind kind = ErrorKind::kInvalidInput);
-  const std::optional<std::string>& error() const { return error_; }
-  ErrorKind error_kind() const { return error_kind_; }
-  // Its deadline passed or its caller cancelled it: run_requests fails it with kCancelled.
-  bool expired(std::chrono::steady_clock::time_point now) const {
-    return now >= opt_.deadline || (opt_.cancel && opt_.cancel->load());
-  }
 
   std::vector<OutputPath> output() const;  // valid once done()
   const std::vector<std::string>& warnings() const { return warnings_; }
   const std::u32string& text() const { return *text_; }
-  int64_t sequences_built() const { return sequences_built_; }
 
  private:
   enum class Mode { kExtract, kClassify, kMultiClassify };
@@ -134,12 +128,8 @@ class RequestRun {
   std::vector<ClassPath> class_paths_;
 
   std::vector<std::string> warnings_;
-  std::optional<std::string> error_;
-  ErrorKind error_kind_ = ErrorKind::kInvalidInput;
-  int64_t sequences_built_ = 0;
   int64_t spans_found_ = 0;        // counted against limits.max_paths
   int64_t span_bytes_found_ = 0;   // counted against limits.max_output_bytes
-  bool done_ = false;
 };
 
 // Whether a text takes the classification path ("[CLASSIFY]" / "[MULTICLASSIFY]" anywhere in it,

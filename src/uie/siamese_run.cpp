@@ -22,7 +22,7 @@ std::u32string python_slice(const std::u32string& text, int64_t start, int64_t e
 
 SiameseRun::SiameseRun(const text::Tokenizer& tokenizer, std::string_view text, Schema schema,
                        SiameseOptions options)
-    : tok_(tokenizer), opt_(options), schema_(std::move(schema)) {
+    : RunState(options.deadline, options.cancel), tok_(tokenizer), opt_(options), schema_(std::move(schema)) {
   if (text.empty()) throw InputError("text is empty");
   text_ = decode_utf8(text, "text");
   tokens_ = tok_.encode(text);  // [CLS] text [SEP], no truncation (the original's preprocessor([text]))
@@ -187,9 +187,7 @@ void SiameseRun::advance() {
 }
 
 void SiameseRun::fail(std::string message, ErrorKind kind) {
-  error_ = std::move(message);
-  error_kind_ = kind;
-  done_ = true;
+  set_failed(std::move(message), kind);
   pending_.clear();
   in_flight_.clear();
 }

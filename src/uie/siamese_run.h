@@ -25,6 +25,7 @@
 #include "rexnlu/options.h"
 #include "text/tokenizer.h"
 #include "uie/pipeline.h"
+#include "uie/run_state.h"
 #include "uie/schema.h"
 
 namespace rexnlu::uie {
@@ -41,7 +42,7 @@ struct SiameseOptions {
   std::shared_ptr<const std::atomic<bool>> cancel = nullptr;  // true: the same as a passed deadline
 };
 
-class SiameseRun {
+class SiameseRun : public RunState {
  public:
   // Throws rexnlu::Error (kInvalidInput) on empty or invalid UTF-8 text.
   SiameseRun(const text::Tokenizer& tokenizer, std::string_view text, Schema schema, SiameseOptions options);
@@ -51,21 +52,14 @@ class SiameseRun {
   void set_text_states(std::vector<models::TextStates> states);
   bool has_text_states() const { return !states_.empty(); }
 
-  // The driver's interface (batch_driver.h).
-  bool done() const { return done_; }
+  // The driver's interface (batch_driver.h), with RunState's done(), error(), error_kind(),
+  // expired(now) and sequences_built().
   bool has_pending() const { return !done_ && !pending_.empty(); }
   int32_t next_length() const;
   models::PointerInput take_next();
   void feed(const models::PointerLogits& logits);
   void advance();
   void fail(std::string message, ErrorKind kind = ErrorKind::kInvalidInput);
-  const std::optional<std::string>& error() const { return error_; }
-  ErrorKind error_kind() const { return error_kind_; }
-  // Its deadline passed or its caller cancelled it: the batch driver fails it with kCancelled.
-  bool expired(std::chrono::steady_clock::time_point now) const {
-    return now >= opt_.deadline || (opt_.cancel && opt_.cancel->load());
-  }
-  int64_t sequences_built() const { return sequences_built_; }
 
   std::vector<OutputPath> output() const;  // valid once done()
   const std::vector<std::string>& warnings() const { return warnings_; }
@@ -119,12 +113,8 @@ class SiameseRun {
   int levels_run_ = 0;
 
   std::vector<std::string> warnings_;
-  std::optional<std::string> error_;
-  ErrorKind error_kind_ = ErrorKind::kInvalidInput;
-  int64_t sequences_built_ = 0;
   int64_t spans_found_ = 0;
   int64_t span_bytes_found_ = 0;
-  bool done_ = false;
 };
 
 // Encodes the windows of every run that has none yet through the lower layers (one batched call,

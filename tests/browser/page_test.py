@@ -1,7 +1,9 @@
 """Browser test of the web page at /: starts `rexnlu serve` with the tiny model on an ephemeral
 port, drives Debian's Chromium (headless) with Python's playwright (executable_path, no browser
 download), checks that the spans and paths shown are those of the original implementation
-(tests/data e2e cases), and saves screenshots.
+(tests/data e2e cases), and saves screenshots. With a SiameseUIE model directory (config.json
+model_type "bert") the cases are those of the original SiameseUIE pipeline
+(tests/data/siamese_uie_tiny) and the RexUniNLU-only checks (classification) are left out.
 
     python page_test.py REXNLU_BINARY MODEL_DIR TEST_DATA_DIR SCREENSHOT.png
 
@@ -21,12 +23,20 @@ from playwright.sync_api import sync_playwright
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-EXPECTED_CHECKS = 5
+EXPECTED_CHECKS = {"rex": 5, "siamese": 4}
+# The custom-schema check's case, per family (a short text with paths).
+CUSTOM_CASE = {"rex": "ner/cf108c98d1f686e65d7a5676af5a0af1", "siamese": "ner/f76b975537952eec8064c88e212c23c6"}
 
 
-def load_cases(test_data):
+def family_of(model_dir):
+    with open(f"{model_dir}/config.json", encoding="utf-8") as f:
+        return "siamese" if json.load(f).get("model_type") == "bert" else "rex"
+
+
+def load_cases(test_data, family):
     cases = {}
-    with open(f"{test_data}/rexuninlu_tiny/e2e_cases.jsonl", encoding="utf-8") as f:
+    fixture = "siamese_uie_tiny" if family == "siamese" else "rexuninlu_tiny"
+    with open(f"{test_data}/{fixture}/e2e_cases.jsonl", encoding="utf-8") as f:
         for line in f:
             if line.strip():
                 c = json.loads(line)
@@ -86,13 +96,16 @@ def check(name, fn):
         print(f"FAIL {name}\n{traceback.format_exc()}", flush=True)
 
 
-def run_checks(page, cases, screenshot):
+def run_checks(page, cases, screenshot, family):
     def health_badge():
         page.locator("#health.ok").wait_for()
         assert page.locator("#health").text_content() == "model ready"
+        # The header names the family the service loaded (from /info).
+        name = {"rex": "RexUniNLU", "siamese": "SiameseUIE"}[family]
+        page.wait_for_function(f"document.getElementById('family').textContent === '{name}'")
 
     def custom_schema():
-        c = cases["ner/cf108c98d1f686e65d7a5676af5a0af1"]
+        c = cases[CUSTOM_CASE[family]]
         page.select_option("#task", "")
         page.fill("#text", c["text"])
         page.fill("#schema", json.dumps(c["schema"], ensure_ascii=False))
@@ -139,9 +152,10 @@ def run_checks(page, cases, screenshot):
         page.locator("#error:not([hidden])").wait_for()
         assert "not valid JSON" in page.locator("#error").text_content()
 
-    check("health badge shows the model is ready", health_badge)
+    check("health badge shows the model is ready, the header its family", health_badge)
     check("custom schema: paths and highlighted spans of the original", custom_schema)
-    check("task picker: sentiment classifies like the original", task_picker_sentiment)
+    if family == "rex":  # SiameseUIE has no classification path
+        check("task picker: sentiment classifies like the original", task_picker_sentiment)
     check("errors are shown: a task without its labels is a 422", task_without_labels)
     check("errors are shown: a schema that is not JSON never leaves the page", schema_not_json)
 
@@ -151,7 +165,8 @@ def main():
         print("usage: python page_test.py REXNLU_BINARY MODEL_DIR TEST_DATA_DIR SCREENSHOT.png", file=sys.stderr)
         return 2
     binary, model_dir, test_data, screenshot = sys.argv[1:]
-    cases = load_cases(test_data)
+    family = family_of(model_dir)
+    cases = load_cases(test_data, family)
     exit_code = 1
     server = None
     try:
@@ -163,10 +178,10 @@ def main():
                 page = browser.new_page(viewport={"width": 1280, "height": 800})
                 page.set_default_timeout(60000)
                 page.goto(f"{base}/")
-                run_checks(page, cases, screenshot)
+                run_checks(page, cases, screenshot, family)
             finally:
                 browser.close()
-        if len(results) == EXPECTED_CHECKS and all(ok for _, ok in results):
+        if len(results) == EXPECTED_CHECKS[family] and all(ok for _, ok in results):
             exit_code = 0
     except Exception:  # noqa: BLE001
         print(f"FAIL setup\n{traceback.format_exc()}", flush=True)

@@ -492,6 +492,41 @@ TEST(CliBench, RunsAndReportsThroughputAndLatency) {
   }
 }
 
+// ------------------------------------------------------------------ SiameseUIE
+// eval and bench on a SiameseUIE directory (the second family): the gold is the ORIGINAL
+// pipeline's output on the tiny fixture model (tests/data/siamese_uie_tiny/e2e_cases.jsonl, the
+// NER cases, which rexnlu matches exactly), so eval must find every gold path and nothing else.
+TEST(CliSiamese, EvalAndBenchRunOnASiameseUieDirectory) {
+  const std::string model = REXNLU_TEST_DATA "/siamese_uie_tiny";
+  const fs::path gold = work_dir() / "siamese_gold.jsonl";
+  std::string gold_lines;
+  std::set<std::string> paths;  // unique (sample, path): what eval counts
+  int samples = 0;
+  for (const std::string& line : lines_of(read_file(model + "/e2e_cases.jsonl"))) {
+    Json c = Json::parse(line);
+    if (c["id"].get<std::string>().rfind("ner/", 0) != 0) continue;  // 6 cases, 228 paths: enough, and quick
+    for (const Json& p : c["expected"]) paths.insert(c["id"].get<std::string>() + p.dump());
+    gold_lines += Json{{"id", c["id"]}, {"text", c["text"]}, {"schema", c["schema"]}, {"info_list", c["expected"]}}.dump() + "\n";
+    ++samples;
+  }
+  ASSERT_GT(paths.size(), 10u);
+  write_file(gold, gold_lines);
+  const Outcome r = rexnlu({"eval", "--model", model, "--data", gold.string(), "--json", "--batch-size", "4"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const Json ext = Json::parse(r.out)["results"]["extraction"];
+  EXPECT_EQ(ext["n"], samples);
+  EXPECT_EQ(ext["tp"], static_cast<int64_t>(paths.size()));
+  EXPECT_EQ(ext["fp"], 0);
+  EXPECT_EQ(ext["fn"], 0);
+
+  const Outcome b = rexnlu({"bench", "--model", model, "--n", "4", "--batch", "2", "--warmup", "1", "--json"});
+  ASSERT_EQ(b.rc, 0) << b.err;
+  const Json j = Json::parse(b.out);
+  EXPECT_EQ(j["requests"], 4);
+  EXPECT_GT(j["forward_calls"].get<int64_t>(), 0);
+  EXPECT_GT(j["requests_per_second"].get<double>(), 0);
+}
+
 // ------------------------------------------------------------------ hardening
 // Every numeric flag has a range; the error names the flag and the value as given. Before, --port
 // 83536 listened on 18000 and --max-body-bytes -1 meant no limit (the server ran: `timeout` ends it).

@@ -150,27 +150,38 @@ TEST(HttpHardening, IdleKeepAliveConnectionsAreClosed) {
   EXPECT_TRUE(c.closed_by_server(2000ms));
 }
 
+// Opens `count` connections that each sent half a request line (so the server holds them open),
+// checks that one more is answered 503 too_many_connections and returns that answer's body with
+// the held connections.
+std::string hold_until_refused(const TestServer& s, int count, std::vector<std::unique_ptr<RawClient>>& held) {
+  for (int i = 0; i < count; ++i) {
+    held.push_back(std::make_unique<RawClient>(s.port()));
+    EXPECT_TRUE(held.back()->send("GET /hea"));
+  }
+  std::this_thread::sleep_for(200ms);  // all accepted
+  RawClient extra(s.port());
+  const RawResponse r = extra.read(2000ms);
+  EXPECT_EQ(r.status, 503) << r.body;
+  EXPECT_EQ(error_type(r), "too_many_connections");
+  return r.body;
+}
+
+// One held connection leaves: its slot is free again.
+void expect_slot_freed(const TestServer& s, std::vector<std::unique_ptr<RawClient>>& held) {
+  held.pop_back();
+  std::this_thread::sleep_for(200ms);
+  RawClient next(s.port());
+  ASSERT_TRUE(next.send(kHealth));
+  EXPECT_EQ(next.read().status, 200);
+}
+
 TEST(HttpHardening, ConnectionCapAnswers503AndFreesSlots) {
   ServerConfig config;
   config.max_connections = 4;
   TestServer s(config);
   std::vector<std::unique_ptr<RawClient>> held;
-  for (int i = 0; i < 4; ++i) {
-    held.push_back(std::make_unique<RawClient>(s.port()));
-    ASSERT_TRUE(held.back()->send("GET /hea"));
-  }
-  std::this_thread::sleep_for(200ms);  // all four accepted
-  {
-    RawClient extra(s.port());
-    const RawResponse r = extra.read(2000ms);
-    EXPECT_EQ(r.status, 503) << r.body;
-    EXPECT_EQ(error_type(r), "too_many_connections");
-  }
-  held.pop_back();  // one leaves: its slot is free again
-  std::this_thread::sleep_for(200ms);
-  RawClient next(s.port());
-  ASSERT_TRUE(next.send(kHealth));
-  EXPECT_EQ(next.read().status, 200);
+  hold_until_refused(s, 4, held);
+  expect_slot_freed(s, held);
 }
 
 TEST(HttpHardening, ConnectionsPerAddressAreCappedWhenAsked) {
@@ -178,27 +189,13 @@ TEST(HttpHardening, ConnectionsPerAddressAreCappedWhenAsked) {
   config.max_connections_per_ip = 2;
   TestServer s(config);
   std::vector<std::unique_ptr<RawClient>> held;
-  for (int i = 0; i < 2; ++i) {
-    held.push_back(std::make_unique<RawClient>(s.port()));
-    ASSERT_TRUE(held.back()->send("GET /hea"));
-  }
-  std::this_thread::sleep_for(200ms);  // both accepted
-  {
-    RawClient extra(s.port());
-    const RawResponse r = extra.read(2000ms);
-    EXPECT_EQ(r.status, 503) << r.body;
-    EXPECT_EQ(error_type(r), "too_many_connections");
-    EXPECT_NE(r.body.find("from 127.0.0.1 (2)"), std::string::npos) << r.body;
-  }
+  const std::string refusal = hold_until_refused(s, 2, held);
+  EXPECT_NE(refusal.find("from 127.0.0.1 (2)"), std::string::npos) << refusal;
   RawClient other(s.port(), "127.0.0.2");  // another address has its own count
   ASSERT_TRUE(other.connected());
   ASSERT_TRUE(other.send(kHealth));
   EXPECT_EQ(other.read().status, 200);
-  held.pop_back();  // one leaves: its slot is free again
-  std::this_thread::sleep_for(200ms);
-  RawClient next(s.port());
-  ASSERT_TRUE(next.send(kHealth));
-  EXPECT_EQ(next.read().status, 200);
+  expect_slot_freed(s, held);
 }
 
 // Nagle + delayed ACK added ~40 ms to every response after the first on a connection when the

@@ -19,26 +19,8 @@ namespace {
 using siamese_testing::forward_cases;
 using siamese_testing::tiny_dir;
 
-// |got - ref| <= 1e-4 * max(1, |ref|) for every element; returns the worst ratio to that bound.
-double worst(const std::vector<float>& got, const std::vector<double>& ref) {
-  EXPECT_EQ(got.size(), ref.size());
-  double w = 0;
-  for (size_t i = 0; i < std::min(got.size(), ref.size()); ++i)
-    w = std::max(w, std::abs(got[i] - ref[i]) / (1e-4 * std::max(1.0, std::abs(ref[i]))));
-  return w;
-}
-
-std::vector<double> flat(const nlohmann::ordered_json& rows) {
-  std::vector<double> out;
-  for (const auto& r : rows) {
-    if (r.is_array()) {
-      for (const auto& v : r) out.push_back(v.get<double>());
-    } else {
-      out.push_back(r.get<double>());
-    }
-  }
-  return out;
-}
+using siamese_testing::flat;
+using siamese_testing::worst;
 
 struct Loaded {
   models::LoadedModel m;

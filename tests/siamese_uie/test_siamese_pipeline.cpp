@@ -12,6 +12,7 @@
 #include "engine/engine_impl.h"
 #include "models/registry.h"
 #include "siamese_fixtures.h"
+#include "uie/e2e_case.h"
 #include "uie/siamese_run.h"
 #include "uie/utf8.h"
 
@@ -31,15 +32,7 @@ std::vector<Path> to_paths(const std::vector<uie::OutputPath>& paths) {
   return out;
 }
 
-nlohmann::ordered_json output_of(const Result& r) {
-  nlohmann::ordered_json out = nlohmann::ordered_json::array();
-  for (const auto& path : r.paths) {
-    nlohmann::ordered_json p = nlohmann::ordered_json::array();
-    for (const auto& s : path) p.push_back({{"type", s.type}, {"span", s.span}, {"offset", {s.start, s.end}}});
-    out.push_back(p);
-  }
-  return out;
-}
+using rexnlu::testing::paths_json;
 
 // Wraps the real model and counts what runs through the lower layers and the joint layers.
 class CountingModel : public models::PointerModel {
@@ -91,19 +84,19 @@ void run_end_to_end_cases(bool heavy_ones) {
     o.dedup = false;  // the original keeps repeated paths
     const int64_t tokens_before = c.model->text_tokens, calls_before = c.engine.forward_calls();
     const Result r = c.engine.extract(k["text"].get<std::string>(), k["schema"].dump(), o);
-    const bool same = output_of(r) == k["expected"];
+    const bool same = paths_json(r) == k["expected"];
     if (id == "ee/金融舆情-3") {
       // One decision on the threshold (SiameseForward.TheOneDifferingDecisionIsOnTheThreshold): only
       // the paths of the trigger found at character 175 may differ.
       std::multiset<std::string> got, want;
-      for (const auto& p : output_of(r)) got.insert(p.dump());
+      for (const auto& p : paths_json(r)) got.insert(p.dump());
       for (const auto& p : k["expected"]) want.insert(p.dump());
       std::vector<std::string> diff;
       std::set_symmetric_difference(got.begin(), got.end(), want.begin(), want.end(), std::back_inserter(diff));
       for (const std::string& d : diff)
         EXPECT_EQ(nlohmann::json::parse(d)[0]["offset"][0], 175) << "a difference beyond the near-threshold tail: " << d;
     } else {
-      EXPECT_TRUE(same) << "got " << output_of(r).dump() << "\nexpected " << k["expected"].dump();
+      EXPECT_TRUE(same) << "got " << paths_json(r).dump() << "\nexpected " << k["expected"].dump();
     }
     const int64_t n = static_cast<int64_t>(c.tok.encode(k["text"].get<std::string>()).size());
     int64_t window_tokens = 0;  // windows of 384 sliding by 352 (overlaps counted twice)
@@ -135,7 +128,7 @@ TEST(SiamesePipeline, OneForwardPerLevelAndTheTextEncodedOnce) {
     EXPECT_EQ(c.engine.forward_calls() - calls, 2);  // level 0 and level 1, each one batched forward
     const text::Tokenizer tok = text::Tokenizer::from_model_dir(tiny_dir(), {});
     EXPECT_EQ(c.model->text_tokens, static_cast<int64_t>(tok.encode(k["text"].get<std::string>()).size()));
-    EXPECT_EQ(output_of(r), k["expected"]);
+    EXPECT_EQ(paths_json(r), k["expected"]);
     return;
   }
   FAIL() << "case not found";
@@ -160,7 +153,7 @@ TEST(SiamesePipeline, EncoderWorkSavedOnTheFixtureCases) {
     ASSERT_TRUE(run.done() && !run.error()) << k["id"];
     Result r;
     r.paths = to_paths(run.output());
-    ASSERT_EQ(output_of(r), k["expected"]) << k["id"];
+    ASSERT_EQ(paths_json(r), k["expected"]) << k["id"];
     const auto& w = run.windows();
     const double padded = w.size() > 1 ? 384.0 : static_cast<double>(w[0].size());
     double once = 0;
@@ -188,7 +181,7 @@ TEST(SiamesePipeline, RequestsOfABatchShareTheForwards) {
   int i = 0;
   for (const auto& k : e2e_cases()) {
     if (i == 4) break;
-    EXPECT_EQ(output_of(results[static_cast<size_t>(i++)]), k["expected"]) << k["id"];
+    EXPECT_EQ(paths_json(results[static_cast<size_t>(i++)]), k["expected"]) << k["id"];
   }
 }
 

@@ -6,6 +6,7 @@
 
 #include "engine/engine_impl.h"
 #include "fixtures.h"
+#include "uie/e2e_case.h"
 #include "models/registry.h"
 #include "test_device.h"
 
@@ -29,16 +30,6 @@ class CountingModel : public models::LinkModel {
   std::unique_ptr<models::LinkModel> inner_;
 };
 
-nlohmann::ordered_json output_of(const Result& r) {
-  nlohmann::ordered_json out = nlohmann::ordered_json::array();
-  for (const auto& path : r.paths) {
-    nlohmann::ordered_json p = nlohmann::ordered_json::array();
-    for (const auto& s : path) p.push_back({{"type", s.type}, {"span", s.span}, {"offset", {s.start, s.end}}});
-    out.push_back(p);
-  }
-  return out;
-}
-
 TEST(Parity, EndToEndCasesOfTheOriginal) {
   const std::string dir = uie::testing::model_dir();
   // The engine's load path (the family from the registry), with the network wrapped to count sequences.
@@ -55,24 +46,18 @@ TEST(Parity, EndToEndCasesOfTheOriginal) {
   for (const auto& c : read_jsonl(uie::testing::tiny_dir() + "/e2e_cases.jsonl")) {
     const std::string id = c["id"].get<std::string>();
     SCOPED_TRACE(id);
-    Options o;
-    o.dedup = false;
-    if (c.contains("options") && c["options"].is_object()) {
-      o.max_len = c["options"].value("max_len", 512);
-      o.stride = c["options"].value("stride", 32);
-      o.hint_max_len = c["options"].value("hint_max_len", 256);
-    }
+    const Options o = rexnlu::testing::rex_case_options(c);
     const int64_t calls_before = engine.forward_calls(), seqs_before = model->sequences;
     const Result r = engine.extract(c["text"].get<std::string>(), c["schema"].dump(), o);
     const int64_t calls = engine.forward_calls() - calls_before, seqs = model->sequences - seqs_before;
-    const bool same = output_of(r) == c["expected"];
+    const bool same = rexnlu::testing::paths_json(r) == c["expected"];
     const int64_t original_calls = c["forward_calls"].get<int64_t>();
     ++cases;
     seq_ok += seqs == original_calls;
     if (c["min_abs_logit"].get<double>() >= strict_min) {
       ++strict;
       strict_ok += same;
-      EXPECT_TRUE(same) << "got " << output_of(r).dump() << "\nexpected " << c["expected"].dump();
+      EXPECT_TRUE(same) << "got " << rexnlu::testing::paths_json(r).dump() << "\nexpected " << c["expected"].dump();
       EXPECT_EQ(seqs, original_calls) << "sequences run vs the original's forward passes";
     } else {
       ++loose;

@@ -9,6 +9,7 @@
 #include <cstdio>
 
 #include "fixtures.h"
+#include "uie/e2e_case.h"
 #include "rexnlu/engine.h"
 
 namespace rexnlu {
@@ -20,16 +21,6 @@ using uie::testing::read_jsonl;
 // int8 |dZ| on these cases is recorded in docs/accuracy.md.
 constexpr double kMargin = 0.05;
 
-std::string paths_of(const Result& r) {
-  nlohmann::ordered_json out = nlohmann::ordered_json::array();
-  for (const auto& path : r.paths) {
-    nlohmann::ordered_json p = nlohmann::ordered_json::array();
-    for (const auto& s : path) p.push_back({{"type", s.type}, {"span", s.span}, {"offset", {s.start, s.end}}});
-    out.push_back(p);
-  }
-  return out.dump();
-}
-
 TEST(Precision, Int8DecodesTheE2eCasesAsTheOriginal) {
   Engine int8 = Engine::load(uie::testing::model_dir(), LoadOptions{Device::kCpu, Precision::kInt8, 0});
   EXPECT_EQ(int8.model_info().precision, "int8");
@@ -37,15 +28,9 @@ TEST(Precision, Int8DecodesTheE2eCasesAsTheOriginal) {
   for (const auto& c : read_jsonl(uie::testing::tiny_dir() + "/e2e_cases.jsonl")) {
     const std::string id = c["id"].get<std::string>();
     SCOPED_TRACE(id);
-    Options o;
-    o.dedup = false;
-    if (c.contains("options") && c["options"].is_object()) {
-      o.max_len = c["options"].value("max_len", 512);
-      o.stride = c["options"].value("stride", 32);
-      o.hint_max_len = c["options"].value("hint_max_len", 256);
-    }
+    const Options o = rexnlu::testing::rex_case_options(c);
     const std::string text = c["text"].get<std::string>(), schema = c["schema"].dump();
-    const std::string want = c["expected"].dump(), got = paths_of(int8.extract(text, schema, o));
+    const std::string want = c["expected"].dump(), got = rexnlu::testing::paths_json(int8.extract(text, schema, o)).dump();
     const double margin = c["min_abs_logit"].get<double>();
     const bool same = want == got;
     if (margin >= kMargin) {

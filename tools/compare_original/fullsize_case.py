@@ -37,19 +37,25 @@ def uniform(stream: int, n: int) -> np.ndarray:
     return (z >> np.uint64(11)).astype(np.float64) * (2.0 ** -53) * 2.0 - 1.0
 
 
+def layer_tensors(p, qkv, h, f):
+    """(name, shape) of one post-LN encoder layer under prefix p, its q/k/v projections named qkv."""
+    t = []
+    for m in qkv:
+        t += [(p + f"attention.self.{m}.weight", [h, h]), (p + f"attention.self.{m}.bias", [h])]
+    t += [(p + "attention.output.dense.weight", [h, h]), (p + "attention.output.dense.bias", [h])]
+    t += [(p + "attention.output.LayerNorm.weight", [h]), (p + "attention.output.LayerNorm.bias", [h])]
+    t += [(p + "intermediate.dense.weight", [f, h]), (p + "intermediate.dense.bias", [f])]
+    t += [(p + "output.dense.weight", [h, f]), (p + "output.dense.bias", [h])]
+    t += [(p + "output.LayerNorm.weight", [h]), (p + "output.LayerNorm.bias", [h])]
+    return t
+
+
 def tensor_list():
     h, f, n = CONFIG["hidden_size"], CONFIG["intermediate_size"], CONFIG["num_hidden_layers"]
     t = [("plm.embeddings.word_embeddings.weight", [ROWS, h])]
     t += [("plm.embeddings.LayerNorm.weight", [h]), ("plm.embeddings.LayerNorm.bias", [h])]
     for i in range(n):
-        p = f"plm.encoder.layer.{i}."
-        for m in ("query_proj", "key_proj", "value_proj"):
-            t += [(p + f"attention.self.{m}.weight", [h, h]), (p + f"attention.self.{m}.bias", [h])]
-        t += [(p + "attention.output.dense.weight", [h, h]), (p + "attention.output.dense.bias", [h])]
-        t += [(p + "attention.output.LayerNorm.weight", [h]), (p + "attention.output.LayerNorm.bias", [h])]
-        t += [(p + "intermediate.dense.weight", [f, h]), (p + "intermediate.dense.bias", [f])]
-        t += [(p + "output.dense.weight", [h, f]), (p + "output.dense.bias", [h])]
-        t += [(p + "output.LayerNorm.weight", [h]), (p + "output.LayerNorm.bias", [h])]
+        t += layer_tensors(f"plm.encoder.layer.{i}.", ("query_proj", "key_proj", "value_proj"), h, f)
     t += [("plm.encoder.rel_embeddings.weight", [2 * CONFIG["position_buckets"], h])]
     t += [("plm.encoder.LayerNorm.weight", [h]), ("plm.encoder.LayerNorm.bias", [h])]
     t += [("plm.encoder.conv.conv.weight", [h, h, 3]), ("plm.encoder.conv.conv.bias", [h])]

@@ -34,15 +34,7 @@ DebertaV2RexEncoder::DebertaV2RexEncoder(const rex::ModelConfig& c, WeightLoader
   const std::string enc = "plm.encoder.";
   for (int l = 0; l < c.num_hidden_layers; ++l) {
     const std::string p = enc + "layer." + std::to_string(l) + ".";
-    Layer L;
-    const std::string self = p + "attention.self.";
-    L.qkv = w.linear({self + "query_proj", self + "key_proj", self + "value_proj"}, H, H);
-    L.attn_out = w.linear({p + "attention.output.dense"}, H, H);
-    L.attn_ln = w.layer_norm(p + "attention.output.LayerNorm", H, eps);
-    L.inter = w.linear({p + "intermediate.dense"}, I, H);
-    L.out = w.linear({p + "output.dense"}, H, I);
-    L.out_ln = w.layer_norm(p + "output.LayerNorm", H, eps);
-    layers_.push_back(std::move(L));
+    layers_.push_back(Layer{declare_encoder_layer(w, p, "query_proj", "key_proj", "value_proj", H, I, eps), {}});
   }
   Tensor rel = w.tensor(enc + "rel_embeddings.weight", {rel_rows_, H});
   const LayerNormWeights rel_ln = w.layer_norm(enc + "LayerNorm", H, eps);
@@ -56,7 +48,7 @@ DebertaV2RexEncoder::DebertaV2RexEncoder(const rex::ModelConfig& c, WeightLoader
   ops::layer_norm(be, rel, {}, rel_ln, rel.mutable_ref());
   for (Layer& L : layers_) {
     L.rel_qk = be.alloc_tensor(DType::kF32, {rel_rows_, 2 * H});
-    ops::linear(be, rel, L.qkv.out_slice(0, 2 * H), L.rel_qk.mutable_ref());
+    ops::linear(be, rel, L.w.qkv.out_slice(0, 2 * H), L.rel_qk.mutable_ref());
   }
 }
 
@@ -88,8 +80,7 @@ void DebertaV2RexEncoder::run_layer(backends::Backend& be, const Layer& L, const
                                     TensorRef h) const {
   const int64_t T = batch.rows(), H = hidden_;
   const Workspace::Frame frame(be.workspace());  // this layer's buffers are free again for the next layer
-  const TensorRef qkv = be.alloc(DType::kF32, {T, 3 * H});
-  ops::linear(be, h, L.qkv, qkv);
+  const TensorRef qkv = project_qkv(be, L.w, h);
 
   const TensorRef ctx = be.alloc(DType::kF32, {T, H});
   ops::DisentangledAttention a;  // every sequence of the batch, each under its own mask
@@ -104,16 +95,7 @@ void DebertaV2RexEncoder::run_layer(backends::Backend& be, const Layer& L, const
   a.out = ctx;
   ops::disentangled_attention(be, a, batch.offsets, masks);
 
-  // a = LayerNorm(ctx Wo^T + bo + h)
-  const TensorRef attn = be.alloc(DType::kF32, {T, H});
-  ops::linear(be, ctx, L.attn_out, attn);
-  ops::layer_norm(be, attn, h, L.attn_ln, attn);
-
-  const TensorRef inter = be.alloc(DType::kF32, {T, intermediate_});
-  ops::linear(be, attn, L.inter, inter);
-  ops::gelu_erf(be, inter);
-  ops::linear(be, inter, L.out, h);
-  ops::layer_norm(be, h, attn, L.out_ln, h);
+  attention_output_and_ffn(be, L.w, ctx, h);
 }
 
 void DebertaV2RexEncoder::run_conv(backends::Backend& be, const PackedBatch& batch, ConstTensorRef emb,

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "models/encoder_layer.h"
 #include "models/rex/rex_config.h"
 #include "models/rex/packed_batch.h"
 #include "models/weight_loader.h"
@@ -30,13 +31,8 @@ class DebertaV2RexEncoder {
 
  private:
   struct Layer {
-    Linear qkv;         // query|key|value fused: [3H, H]
-    Tensor rel_qk;      // [rel_rows, 2H]: Qr|Kr = query/key_proj(R), constant (computed at load)
-    Linear attn_out;    // [H, H]
-    LayerNormWeights attn_ln;
-    Linear inter;       // [I, H]
-    Linear out;         // [H, I]
-    LayerNormWeights out_ln;
+    EncoderLayerWeights w;
+    Tensor rel_qk;  // [rel_rows, 2H]: Qr|Kr = query/key_proj(R), constant (computed at load)
   };
 
   void run_layer(backends::Backend& be, const Layer& layer, const PackedBatch& batch, ConstTensorRef positions,

@@ -14,10 +14,8 @@
 
 namespace rexnlu::models::rex {
 
-// Required keys: model_type, vocab_size, hidden_size, num_hidden_layers, num_attention_heads,
-// intermediate_size. They fix the tensor shapes, and a config without them is more likely the
-// wrong file than an intentionally minimal one. Every other key is optional and defaults to
-// what transformers' DebertaV2Config (and the modeling code's getattr defaults) would use.
+// Required keys: model_type and the encoder's shape (ConfigReader::read_encoder_shape). Every
+// other key is optional and defaults to what transformers' DebertaV2Config (and the modeling code's getattr defaults) would use.
 // Several of those defaults (relative_attention false, position_biased_input true,
 // share_att_key false, no conv layer...) describe a stock DeBERTa-v2, which is then rejected
 // as unsupported: HF would build a different network from such a config.
@@ -29,13 +27,6 @@ using models::ConfigReader;
 using models::kAnyInt;
 using models::kIntMax;
 
-// Sane ranges: far above any DeBERTa-v2 checkpoint (base: 12,800 / 768 / 12 / 3,072 / 512 / 256),
-// low enough that a corrupt value is refused before anything is sized by it (docs/options.md).
-constexpr int kMaxVocabSize = 1'000'000;
-constexpr int kMaxHiddenSize = 16'384;
-constexpr int kMaxLayers = 256;
-constexpr int kMaxIntermediateSize = 65'536;
-constexpr int kMaxPositions = 65'536;  // max_position_embeddings, position_buckets
 constexpr int kMaxConvKernel = 255;
 std::string joined(const std::vector<std::string>& parts) {
   std::string s;
@@ -46,13 +37,7 @@ std::string joined(const std::vector<std::string>& parts) {
 }  // namespace
 
 ModelConfig parse_model_config(const std::string& json_text, const std::string& source_name) {
-  json j;
-  try {
-    j = parse_json(json_text);
-  } catch (const json::exception& e) {
-    throw ModelError(source_name + ": not valid JSON: " + e.what());
-  }
-  if (!j.is_object()) throw ModelError(source_name + ": not a JSON object");
+  const json j = models::parse_config_object(json_text, source_name);
   ConfigReader r(j, source_name, "the RexUniNLU variant of DeBERTa-v2");
   ModelConfig c;
 
@@ -60,18 +45,11 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
   if (c.model_type != "deberta-v2")
     throw ModelError(source_name + ": model_type \"" + c.model_type +
                      "\" is not supported: rexnlu supports only the RexUniNLU variant of DeBERTa-v2 (model_type \"deberta-v2\")");
-  c.vocab_size = r.integer("vocab_size", std::nullopt, 1, kMaxVocabSize);
-  c.hidden_size = r.integer("hidden_size", std::nullopt, 1, kMaxHiddenSize);
-  c.num_hidden_layers = r.integer("num_hidden_layers", std::nullopt, 1, kMaxLayers);
-  c.num_attention_heads = r.integer("num_attention_heads", std::nullopt, 1, kMaxHiddenSize);
-  c.intermediate_size = r.integer("intermediate_size", std::nullopt, 1, kMaxIntermediateSize);
-  if (c.hidden_size % c.num_attention_heads != 0)
-    throw ModelError(source_name + ": hidden_size " + std::to_string(c.hidden_size) +
-                     " is not a multiple of num_attention_heads " + std::to_string(c.num_attention_heads));
+  r.read_encoder_shape(c);
 
   // Defaults below are DebertaV2Config's / the HF modeling code's.
-  c.max_position_embeddings = r.integer("max_position_embeddings", 512, 1, kMaxPositions);
-  c.position_buckets = r.integer("position_buckets", -1, kAnyInt, kMaxPositions);
+  c.max_position_embeddings = r.integer("max_position_embeddings", 512, 1, models::kMaxPositions);
+  c.position_buckets = r.integer("position_buckets", -1, kAnyInt, models::kMaxPositions);
   c.max_relative_positions = r.integer("max_relative_positions", -1, kAnyInt, kIntMax);
   c.relative_attention = r.boolean("relative_attention", false);
   c.share_att_key = r.boolean("share_att_key", false);
@@ -82,9 +60,7 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
   c.conv_kernel_size = r.integer("conv_kernel_size", 0, kAnyInt, kMaxConvKernel);
   c.conv_act = ConfigReader::normalized(r.string("conv_act", "tanh"));
   c.hidden_act = ConfigReader::normalized(r.string("hidden_act", "gelu"));
-  const double eps = r.number("layer_norm_eps", 1e-7);
-  if (!(eps > 0 && eps < 1)) r.fail("layer_norm_eps", "must be a small positive number, found " + std::to_string(eps));
-  c.layer_norm_eps = static_cast<float>(eps);
+  c.layer_norm_eps = r.layer_norm_eps(1e-7);
 
   // The RexUniNLU variant (spec section 3); everything else would need other network code.
   if (!c.relative_attention) r.unsupported("relative_attention", "false", "true");

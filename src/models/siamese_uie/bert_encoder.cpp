@@ -49,34 +49,25 @@ BertLayerStack::BertLayerStack(const SiameseConfig& c, WeightLoader& w, const st
   const int64_t H = hidden_, I = intermediate_;
   const float eps = c.layer_norm_eps;
   for (int l = 0; l < count; ++l) {
-    const std::string p = prefix + std::to_string(l) + ".";
-    const std::string self = p + "attention.self.";
-    Layer L;
-    L.qkv = w.linear({self + "query", self + "key", self + "value"}, H, H);
-    L.attn_out = w.linear({p + "attention.output.dense"}, H, H);
-    L.attn_ln = w.layer_norm(p + "attention.output.LayerNorm", H, eps);
-    L.inter = w.linear({p + "intermediate.dense"}, I, H);
-    L.out = w.linear({p + "output.dense"}, H, I);
-    L.out_ln = w.layer_norm(p + "output.LayerNorm", H, eps);
-    layers_.push_back(std::move(L));
+    layers_.push_back(
+        declare_encoder_layer(w, prefix + std::to_string(l) + ".", "query", "key", "value", H, I, eps));
   }
   const std::vector<float> zeros(static_cast<size_t>(2 * H), 0.0f);
   zero_rel_ = w.backend().copy_of(host_ref(zeros.data(), {2, H}));
 }
 
 void BertLayerStack::forward(backends::Backend& be, const std::vector<int64_t>& offsets, TensorRef h) const {
-  for (const Layer& layer : layers_) {
+  for (const EncoderLayerWeights& layer : layers_) {
     if (forward_cancelled()) throw ForwardCancelled();  // the caller gave up (deadline, drain)
     run_layer(be, layer, offsets, h);
   }
 }
 
-void BertLayerStack::run_layer(backends::Backend& be, const Layer& L, const std::vector<int64_t>& offsets,
-                               TensorRef h) const {
+void BertLayerStack::run_layer(backends::Backend& be, const EncoderLayerWeights& L,
+                               const std::vector<int64_t>& offsets, TensorRef h) const {
   const int64_t T = offsets.back(), H = hidden_;
   const Workspace::Frame frame(be.workspace());  // this layer's buffers are free again for the next layer
-  const TensorRef qkv = be.alloc(DType::kF32, {T, 3 * H});
-  ops::linear(be, h, L.qkv, qkv);
+  const TensorRef qkv = project_qkv(be, L, h);
 
   int64_t max_len = 0;
   for (size_t b = 0; b + 1 < offsets.size(); ++b) max_len = std::max(max_len, offsets[b + 1] - offsets[b]);
@@ -100,15 +91,7 @@ void BertLayerStack::run_layer(backends::Backend& be, const Layer& L, const std:
     ops::disentangled_attention(be, a);
   }
 
-  // a = LayerNorm(ctx Wo^T + bo + h); h = LayerNorm(gelu(a Wi^T + bi) Wout^T + bout + a)
-  const TensorRef attn = be.alloc(DType::kF32, {T, H});
-  ops::linear(be, ctx, L.attn_out, attn);
-  ops::layer_norm(be, attn, h, L.attn_ln, attn);
-  const TensorRef inter = be.alloc(DType::kF32, {T, intermediate_});
-  ops::linear(be, attn, L.inter, inter);
-  ops::gelu_erf(be, inter);
-  ops::linear(be, inter, L.out, h);
-  ops::layer_norm(be, h, attn, L.out_ln, h);
+  attention_output_and_ffn(be, L, ctx, h);
 }
 
 }  // namespace rexnlu::models::siamese

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "models/encoder_layer.h"
 #include "models/siamese_uie/siamese_config.h"
 #include "models/weight_loader.h"
 #include "tensor/tensor.h"
@@ -45,19 +46,11 @@ class BertLayerStack {
   void forward(backends::Backend& be, const std::vector<int64_t>& offsets, TensorRef h) const;
 
  private:
-  struct Layer {
-    Linear qkv;  // query|key|value fused: [3H, H]
-    Linear attn_out;
-    LayerNormWeights attn_ln;
-    Linear inter;
-    Linear out;
-    LayerNormWeights out_ln;
-  };
-  void run_layer(backends::Backend& be, const Layer& layer, const std::vector<int64_t>& offsets, TensorRef h) const;
+  void run_layer(backends::Backend& be, const EncoderLayerWeights& layer, const std::vector<int64_t>& offsets, TensorRef h) const;
 
   int hidden_ = 0, heads_ = 0, intermediate_ = 0;
   float scale_ = 1.0f;
-  std::vector<Layer> layers_;
+  std::vector<EncoderLayerWeights> layers_;
   // The attention op computes DeBERTa's disentangled scores; with zero relative tables and equal
   // position ids its extra terms are exactly 0, which leaves BERT's Q·K / sqrt(head_dim).
   Tensor zero_rel_;  // [2, H]

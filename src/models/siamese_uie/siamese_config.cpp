@@ -1,43 +1,23 @@
 #include "models/siamese_uie/siamese_config.h"
 
-#include "common/json_input.h"
 #include "io/regular_file.h"
 #include "models/config_reader.h"
 
 namespace rexnlu::models::siamese {
 
 namespace {
-// Sane ranges (as for the Rex family): far above any BERT-base checkpoint.
-constexpr int kMaxVocabSize = 1'000'000;
-constexpr int kMaxHiddenSize = 16'384;
-constexpr int kMaxLayers = 256;
-constexpr int kMaxIntermediateSize = 65'536;
-constexpr int kMaxPositions = 65'536;
 constexpr int kMaxTypes = 1'024;
 }  // namespace
 
 SiameseConfig parse_siamese_config(const std::string& json_text, const std::string& source_name) {
-  nlohmann::json j;
-  try {
-    j = parse_json(json_text);
-  } catch (const nlohmann::json::exception& e) {
-    throw ModelError(source_name + ": not valid JSON: " + e.what());
-  }
-  if (!j.is_object()) throw ModelError(source_name + ": not a JSON object");
+  const json j = parse_config_object(json_text, source_name);
   ConfigReader r(j, source_name, "SiameseUIE's BERT encoder");
   SiameseConfig c;
   c.model_type = r.string("model_type", std::nullopt);
   if (c.model_type != "bert")
     throw ModelError(source_name + ": model_type \"" + c.model_type +
                      "\" is not supported for SiameseUIE (model_type \"bert\")");
-  c.vocab_size = r.integer("vocab_size", std::nullopt, 1, kMaxVocabSize);
-  c.hidden_size = r.integer("hidden_size", std::nullopt, 1, kMaxHiddenSize);
-  c.num_hidden_layers = r.integer("num_hidden_layers", std::nullopt, 1, kMaxLayers);
-  c.num_attention_heads = r.integer("num_attention_heads", std::nullopt, 1, kMaxHiddenSize);
-  c.intermediate_size = r.integer("intermediate_size", std::nullopt, 1, kMaxIntermediateSize);
-  if (c.hidden_size % c.num_attention_heads != 0)
-    throw ModelError(source_name + ": hidden_size " + std::to_string(c.hidden_size) +
-                     " is not a multiple of num_attention_heads " + std::to_string(c.num_attention_heads));
+  r.read_encoder_shape(c);
   if (c.num_hidden_layers <= kJointLayers)
     r.unsupported("num_hidden_layers", std::to_string(c.num_hidden_layers),
                   "above 6: the last 6 layers are the joint layers, the others the siamese lower layers");
@@ -50,9 +30,7 @@ SiameseConfig parse_siamese_config(const std::string& json_text, const std::stri
   if (act != "gelu") r.unsupported("hidden_act", "\"" + act + "\"", "\"gelu\"");
   const std::string pos = ConfigReader::normalized(r.string("position_embedding_type", "absolute"));
   if (pos != "absolute") r.unsupported("position_embedding_type", "\"" + pos + "\"", "\"absolute\"");
-  const double eps = r.number("layer_norm_eps", 1e-12);
-  if (!(eps > 0 && eps < 1)) r.fail("layer_norm_eps", "must be a small positive number, found " + std::to_string(eps));
-  c.layer_norm_eps = static_cast<float>(eps);
+  c.layer_norm_eps = r.layer_norm_eps(1e-12);
   return c;
 }
 
