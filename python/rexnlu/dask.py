@@ -39,9 +39,13 @@ import tempfile
 import threading
 import time
 
-import dask
-import dask.bag
-import distributed
+try:
+    import dask
+    import dask.bag
+    import distributed
+except ImportError as e:  # e.g. pyenv's python3 first on PATH: Debian's Dask is Debian's python3's
+    raise ImportError(f"rexnlu.dask needs Dask distributed ({e}): on Debian `apt install python3-distributed` and run "
+                      "/usr/bin/python3 (or pip install 'distributed' into this interpreter)") from e
 
 _STATE_DIR = ".rexnlu-dask"
 _OWN_FLAGS = ("--input", "--output", "--resume", "--batch-size", "--no-progress")
