@@ -19,6 +19,7 @@ struct ServeArgs {
   server::ServerConfig config;
   int64_t deadline_ms = 30000;
   int64_t drain_timeout_ms = 3000;
+  int64_t drain_delay_ms = 0;
   int64_t batch_wait_us = 0;
   int64_t read_timeout_ms = 30000;
   int64_t idle_timeout_ms = 5000;
@@ -47,6 +48,7 @@ int run_serve(ServeArgs& args) {
   args.config.model_path = model_dir.string();
   args.config.deadline = std::chrono::milliseconds(args.deadline_ms);
   args.config.drain_timeout = std::chrono::milliseconds(args.drain_timeout_ms);
+  args.config.drain_delay = std::chrono::milliseconds(args.drain_delay_ms);
   args.config.batcher.max_wait = std::chrono::microseconds(args.batch_wait_us);
   args.config.read_timeout = std::chrono::milliseconds(args.read_timeout_ms);
   args.config.idle_timeout = std::chrono::milliseconds(args.idle_timeout_ms);
@@ -110,6 +112,11 @@ void add_serve_command(CLI::App& app) {
                   "on SIGTERM, work still running this long after is cancelled (503)")
       ->capture_default_str()
       ->check(int_range(0, 86400000));
+  cmd->add_option("--drain-delay-ms", args->drain_delay_ms,
+                  "on SIGTERM, /health answers 503 this long while requests are still accepted, then the socket closes "
+                  "(behind a load balancer: more than its health-check interval x fall count)")
+      ->capture_default_str()
+      ->check(int_range(0, 3600000));
   add_limit_options(*cmd, c.limits);
   cmd->add_option("--max-connections", c.max_connections, "open connections at most; more get 503")->capture_default_str()->check(int_range(1, 100000));
   cmd->add_option("--max-connections-per-ip", c.max_connections_per_ip, "open connections from one client address at most (0 = no such limit); more get 503")->capture_default_str()->check(int_range(0, 100000));

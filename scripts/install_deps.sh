@@ -21,6 +21,7 @@ packages=(
   fonts-wqy-microhei                     # a CJK font, so the page's screenshots show Chinese text
   wrk                                    # HTTP load generator of bench/load_test.sh
   python3-dev pybind11-dev python3-pytest  # the Python package rexnlu (python/) and its tests (tests/python)
+  python3-distributed haproxy            # rexnlu.dask on Dask, serve replicas behind HAProxy (tests/deploy, docs/deploy.md)
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -1,10 +1,12 @@
 #include "server/http_server.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cstdio>
 #include <fstream>
 #include <mutex>
+#include <thread>
 #include <unistd.h>
 
 #include "server/embedded_files.h"
@@ -88,6 +90,8 @@ struct HttpServer::Impl {
   bool check_origin = false;  // no API key
   Metrics metrics;
   std::unique_ptr<HttpTransport> transport;
+
+  std::atomic<bool> draining{false};  // stop() was called: /health answers 503
 
   std::mutex mutex;  // guards the three below
   std::shared_ptr<Engine> engine;
@@ -254,6 +258,9 @@ HttpResponse HttpServer::Impl::handle_metrics() {
 }
 
 HttpResponse HttpServer::Impl::handle_health() {
+  if (draining.load()) {
+    return json_response(Json{{"status", "draining"}, {"error", "the service is stopping"}, {"error_type", "shutting_down"}}, 503);
+  }
   std::shared_ptr<Batcher> b;
   std::string error;
   {
@@ -396,6 +403,9 @@ int HttpServer::bind() { return impl_->transport->bind(impl_->config.host, impl_
 void HttpServer::listen() { impl_->transport->run(); }
 
 void HttpServer::stop() {
+  if (!impl_->draining.exchange(true) && impl_->config.drain_delay.count() > 0) {
+    std::this_thread::sleep_for(impl_->config.drain_delay);  // still serving; /health says 503
+  }
   std::shared_ptr<Batcher> b;
   {
     std::lock_guard lock(impl_->mutex);

@@ -34,6 +34,9 @@ struct ServerConfig {
   int threads = 64;                       // threads for extract requests (concurrent extractions being served)
   // After stop(), work still running or queued this long later is cancelled (503 shutting_down).
   std::chrono::milliseconds drain_timeout{3000};
+  // stop() first turns /health to 503 "draining" and keeps accepting and serving this long, so a
+  // load balancer takes the instance out before its socket closes (docs/deploy.md). 0: at once.
+  std::chrono::milliseconds drain_delay{0};
   Limits limits;                          // per text: size and work bounds (set on the engine); past them 422
   // Without an API key: the Host header must name this machine when bound to loopback (DNS
   // rebinding), and a request with an Origin header must come from the service's own page or
@@ -65,7 +68,8 @@ class HttpServer {
   // Serves until stop(); returns once every request already accepted is answered.
   void listen();
   // Stops accepting connections (safe from any thread); listen() then drains and returns. Work
-  // not done within drain_timeout is cancelled between model calls.
+  // not done within drain_timeout is cancelled between model calls. With a drain_delay, /health
+  // answers 503 "draining" at once and stop() waits that long before the socket closes.
   void stop();
 
   // The model is ready: /health turns 200 and extraction starts.
