@@ -60,17 +60,45 @@ function element(tag, className, text) {
   return e;
 }
 
+// A classification result: the item's span is the task's marker, its type is the label.
+const MARKERS = ["[CLASSIFY]", "[MULTICLASSIFY]"];
+const isMarker = (item) => MARKERS.includes(item.span);
+
+// The text as the user wrote it: a marker the task put in front (result.text) is left out, and
+// the other offsets move back by its length (markers are ASCII: one code point per character).
+function shownText(text) {
+  const marker = MARKERS.find((m) => text.startsWith(m));
+  return marker ? { text: text.slice(marker.length), shift: marker.length } : { text, shift: 0 };
+}
+
 // Marks every span of every path in the text; overlapping spans deepen the underline.
-function renderHighlighted(text, paths) {
+// Classification labels are shown as labels above the text, never as a marked range.
+function renderHighlighted(rawText, paths) {
   const box = $("highlighted");
   box.replaceChildren();
+  const { text, shift } = shownText(rawText);
   const chars = Array.from(text);
   const spans = [];
+  const labels = [];
   for (const path of paths) {
     for (const item of path) {
-      const [start, end] = item.offset;
+      if (isMarker(item)) {
+        labels.push(item);
+        continue;
+      }
+      const [start, end] = [item.offset[0] - shift, item.offset[1] - shift];
       if (start >= 0 && end > start && end <= chars.length) spans.push({ start, end, type: item.type });
     }
+  }
+  const found = $("labels-found");
+  found.replaceChildren();
+  found.hidden = !labels.length;
+  if (labels.length) found.append(element("span", "caption", "label:"));
+  for (const item of labels) {
+    const tag = element("span", "label", item.type);
+    tag.style.background = colorOf(item.type);
+    found.append(tag);
+    if (item.probability !== undefined) found.append(element("span", "prob", item.probability.toFixed(3)));
   }
   const cuts = new Set([0, chars.length]);
   for (const s of spans) { cuts.add(s.start); cuts.add(s.end); }
@@ -100,7 +128,7 @@ function renderHighlighted(text, paths) {
   }
 }
 
-function renderTable(paths) {
+function renderTable(paths, shift) {
   const body = $("paths").querySelector("tbody");
   body.replaceChildren();
   if (!paths.length) {
@@ -117,7 +145,9 @@ function renderTable(paths) {
     const cell = element("td");
     path.forEach((item, k) => {
       if (k) cell.append(element("span", "arrow", " → "));
-      const tag = element("span", "item", `${item.type}: ${item.span} [${item.offset[0]}, ${item.offset[1]})`);
+      // A label (classification) is its type alone, as the CLI's readable view shows it.
+      const tag = isMarker(item) ? element("span", "item label", item.type)
+        : element("span", "item", `${item.type}: ${item.span} [${item.offset[0] - shift}, ${item.offset[1] - shift})`);
       tag.style.background = colorOf(item.type);
       cell.append(tag);
       if (item.probability !== undefined) cell.append(element("span", "prob", item.probability.toFixed(3)));
@@ -158,9 +188,11 @@ async function extract(event) {
       showError(`${response.status} ${result.error_type || ""}: ${result.error || response.statusText}`);
       return;
     }
-    // A task may rewrite the text (e.g. a [CLASSIFY] marker): the offsets then refer to result.text.
-    renderHighlighted(result.text !== undefined ? result.text : body.text, result.output);
-    renderTable(result.output);
+    // A task may rewrite the text (e.g. a [CLASSIFY] marker): the offsets then refer to result.text,
+    // which is shown without the marker (offsets shifted back), the label above it.
+    const shown = result.text !== undefined ? result.text : body.text;
+    renderHighlighted(shown, result.output);
+    renderTable(result.output, shownText(shown).shift);
     for (const w of result.warnings || []) showError("warning: " + w);
     $("timing").textContent = `${result.output.length} paths, ${Math.round(performance.now() - started)} ms`;
   } catch (e) {

@@ -113,6 +113,7 @@ def run_checks(page, cases, screenshot, family):
         page.locator("#paths tbody tr.path-row").first.wait_for()
         rows = rows_text(page)
         assert len(rows) == len(c["expected"]), (rows, c["expected"])
+        assert page.locator("#labels-found").is_hidden()
         for i, path in enumerate(c["expected"]):
             for item in expected_row(path):
                 assert item in rows[i], f"row {i}: {rows[i]} lacks {item}"
@@ -135,7 +136,15 @@ def run_checks(page, cases, screenshot, family):
         page.locator("#paths tbody tr.path-row", has_text=c["expected"][0][0]["type"]).wait_for()
         rows = rows_text(page)
         assert len(rows) == 1, rows
-        assert expected_row(c["expected"][0])[0] in rows[0], rows[0]
+        label = c["expected"][0][0]["type"]
+        # A classification result is a label (as the CLI's readable view shows it), not a span of
+        # the marker: no "[CLASSIFY]" in the row, nothing marked, the text shown as typed.
+        assert page.locator("#paths tbody tr.path-row .item").all_text_contents() == [label], rows[0]
+        assert "[CLASSIFY]" not in rows[0] and "[0, 10)" not in rows[0], rows[0]
+        assert page.locator("#labels-found").is_visible()
+        assert page.locator("#labels-found .label").all_text_contents() == [label]
+        assert page.locator("#highlighted mark").count() == 0
+        assert page.locator("#highlighted").text_content() == re.sub(r"^\[CLASSIFY\]", "", c["text"])
         page.screenshot(path=re.sub(r"\.png$", "_task.png", screenshot), full_page=True)
 
     def task_without_labels():

@@ -13,6 +13,10 @@ import argparse
 import json
 import os
 import random
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import labels as L  # noqa: E402
 
 CLUENER_TYPES = {"name": "人名", "address": "地址", "book": "书名", "company": "公司", "game": "游戏",
                  "government": "政府", "movie": "电影", "organization": "组织机构", "position": "职位",
@@ -21,6 +25,7 @@ WEIBO_TYPES = {"PER.NAM": "人名", "PER.NOM": "人物泛称", "LOC.NAM": "地�
                "GPE.NAM": "行政区", "GPE.NOM": "行政区泛称", "ORG.NAM": "机构名", "ORG.NOM": "机构泛称"}
 RESUME_TYPES = {"NAME": "人名", "CONT": "国籍", "RACE": "民族", "TITLE": "职称", "EDU": "学历",
                 "ORG": "组织机构", "PRO": "专业", "LOC": "地名"}
+PD_TYPES = {"PER": "人物", "LOC": "地理位置", "ORG": "组织机构"}  # People's Daily: the official example's names
 SENTIMENT = {"Positive": "正向情感", "Negative": "负向情感"}
 
 
@@ -45,16 +50,21 @@ def ent(t, text, s, e):
     return {"type": t, "span": text[s:e], "offset": [s, e]}
 
 
-def cluener(path, prefix):
+def cluener(path, prefix, names=CLUENER_TYPES):
+    """names: CLUENER type -> type name; types not in names are left out (schema and gold)."""
     rows = []
-    schema = {v: None for v in CLUENER_TYPES.values()}
+    schema = {v: None for v in dict.fromkeys(names.values())}
     for k, d in enumerate(read_jsonl(path)):
         text, info = d["text"], []
         for t, mentions in d.get("label", {}).items():
+            if t not in names:
+                continue
             for m, spans in mentions.items():
                 for s, e in spans:
                     assert text[s:e + 1] == m
-                    info.append([ent(CLUENER_TYPES[t], text, s, e + 1)])
+                    item = [ent(names[t], text, s, e + 1)]
+                    if item not in info:  # merged types (official names) can repeat a mention
+                        info.append(item)
         info.sort(key=lambda x: x[0]["offset"])
         rows.append({"id": f"{prefix}-{k}", "text": text, "info_list": info, "schema": schema})
     return rows
@@ -120,6 +130,14 @@ def classify(prefix, items, labels, marker="[CLASSIFY]"):
 
 def tnews(path, names, prefix):
     items = [(d["sentence"], [names[str(d["label"])]]) for d in read_jsonl(path)]
+    return classify(prefix, items, sorted(set(names.values())))
+
+
+def tnews_full(path, names, prefix, exclude, cap, seed=42):
+    """CLUE TNEWS dev (10,000) as training data, without any text of the FewCLUE TNEWS files
+    (whose dev_few_all is an evaluation set), capped at `cap` random sentences."""
+    items = [(d["sentence"], [names[str(d["label"])]]) for d in read_jsonl(path) if d["sentence"] not in exclude]
+    items = random.Random(seed).sample(items, min(cap, len(items)))
     return classify(prefix, items, sorted(set(names.values())))
 
 
@@ -254,11 +272,20 @@ def main():
         "iflytek": iflytek(f"{D}/fewclue/iflytek/train_few_all.json", "iflytek-train", ifly_labels),
         "cail": cail(f"{D}/cail2019_elements", "cail-train"),
         "sanwen_re": sanwen(f"{D}/sanwen_re", "sanwen"),
+        "pd": tagged(f"{D}/peoples_daily_ner/example.dev", PD_TYPES, "pd-dev")
+        + tagged(f"{D}/peoples_daily_ner/example.test", PD_TYPES, "pd-test"),
+        "tnews_full": tnews_full(f"{D}/tnews_clue/dev.json", names, "tnews-clue",
+                                 {d["sentence"] for f in ("train_few_all", "dev_few_all", "test_public")
+                                  for d in read_jsonl(f"{D}/fewclue/tnews/{f}.json")}, cap=4000),
     }
     for task in ("ner", "re", "ee", "absa", "mrc", "tc_single_label", "tc_multi_label"):
         train[f"st_{task}"] = read_jsonl(f"{D}/rexuninlu/sample_tasks/{task}/train.json")
     evals = {
         "cluener_dev": cluener(f"{D}/cluener2020/dev.json", "cluener-dev"),
+        # the official RexUniNLU example's names (人物 / 地理位置 / 组织机构; the other types left out)
+        "cluener_dev_official": cluener(f"{D}/cluener2020/dev.json", "cluener-dev-official", L.OFFICIAL),
+        # paraphrased names never used in training (labels.HELD_OUT)
+        "cluener_dev_paraphrase": cluener(f"{D}/cluener2020/dev.json", "cluener-dev-paraphrase", L.HELD_OUT),
         "duie_dev": duie(f"{D}/duie2/duie_dev.json", f"{D}/duie2/duie_schema.json", "duie-dev"),
         "tnews_dev": tnews(f"{D}/fewclue/tnews/dev_few_all.json", names, "tnews-dev"),
         "eprstmt_dev": eprstmt(f"{D}/fewclue/eprstmt/dev_few_all.json", "eprstmt-dev"),

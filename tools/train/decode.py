@@ -291,7 +291,8 @@ def score(kind, samples, preds):
 
 
 EVAL_SETS = {  # file stem in the eval folder -> metric kind (most important first)
-    "cluener_dev": "ext", "tnews_dev": "cls", "eprstmt_dev": "cls",
+    "cluener_dev": "ext", "cluener_dev_official": "ext", "cluener_dev_paraphrase": "ext",
+    "tnews_dev": "cls", "eprstmt_dev": "cls",
     "st_ner_dev": "ext", "st_absa_dev": "ext", "st_tc_single_label_dev": "cls", "st_tc_multi_label_dev": "multi",
     "st_re_dev": "ext", "st_mrc_dev": "ext", "st_ee_dev": "ext", "duie_dev": "rel",
 }

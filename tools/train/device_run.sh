@@ -1,21 +1,26 @@
 #!/bin/bash
 # One device call: trains the candidate runs concurrently on the one GPU (each time-boxed),
 # evaluates them in PyTorch, and packs the results into $OUT. See docs/training.md.
-# RUNS: space-separated name:size:mlm_frac triples (mlm_frac = share of MIN spent on the MLM warm-up).
+# RUNS: space-separated name:size:mlm_frac[:lr] (mlm_frac = share of MIN spent on the MLM warm-up;
+# lr defaults to $LR). INIT: a model directory every run starts from (--init; empty: from scratch).
+# DATA: the folder holding instances.jsonl.gz and eval/. EXPORT: f32 or f16 weights.
 set -u
+here=$(cd "$(dirname "$0")" && pwd)
 export PYTHONUNBUFFERED=1
 MIN=${MIN:-6}
 RUNS=${RUNS:-"small:small:0"}
 RUN=${RUN:-/tmp/rexrun}
 EVAL_S=${EVAL_S:-100}
+DATA=${DATA:-.device/train}
 mkdir -p "$RUN" "$OUT"
 nvidia-smi -L 2>/dev/null || true
 for r in $RUNS; do
-  IFS=: read -r name size mlm <<< "$r"
-  timeout $(python3 -c "print(int($MIN * 60 + $EVAL_S + 70))") python3 tools/train/train.py --size "$size" \
-      --minutes "$MIN" --mlm-frac "$mlm" --mlm-lr "${MLM_LR:-5e-4}" --data .device/train --out "$RUN/$name" \
-      --lr "${LR:-5e-4}" --eval-seconds "$EVAL_S" ${EXTRA:-} > "$RUN/$name.out" 2>&1 &
+  IFS=: read -r name size mlm lr <<< "$r"
+  timeout $(python3 -c "print(int($MIN * 60 + $EVAL_S + 90))") python3 "$here/train.py" --size "$size" \
+      --minutes "$MIN" --mlm-frac "$mlm" --mlm-lr "${MLM_LR:-5e-4}" --data "$DATA" --out "$RUN/$name" \
+      --lr "${lr:-${LR:-5e-4}}" --eval-seconds "$EVAL_S" --export-dtype "${EXPORT:-f32}" \
+      ${INIT:+--init "$INIT"} ${EXTRA:-} > "$RUN/$name.out" 2>&1 &
 done
 wait
-for r in $RUNS; do tail -n 16 "$RUN/${r%%:*}.out"; done
-python3 tools/train/pack_results.py "$RUN" "$OUT"
+for r in $RUNS; do tail -n 20 "$RUN/${r%%:*}.out"; done
+python3 "$here/pack_results.py" "$RUN" "$OUT"

@@ -22,7 +22,7 @@ for name in sorted(os.listdir(src)):
 with tarfile.open(f"{out}/results.tar.gz", "w:gz") as t:
     for _, name, d in runs:
         for f in os.listdir(d):
-            if f != "model.safetensors":
+            if f not in ("model.safetensors", "checkpoint.pt"):  # weights travel as parts; the checkpoint stays
                 t.add(os.path.join(d, f), arcname=f"{name}/{f}")
     for f in os.listdir(src):
         if f.endswith(".out"):

@@ -22,6 +22,10 @@ def load(path):
         if name == "__metadata__":
             continue
         s, t = e["data_offsets"]
+        if e["dtype"] == "BF16":  # numpy has no bfloat16: widen the upper 16 bits of a float32
+            u = np.frombuffer(buf[base + s:base + t], dtype=np.uint16).astype(np.uint32) << 16
+            out[name] = torch.from_numpy(u.view(np.float32).reshape(e["shape"]).copy())
+            continue
         arr = np.frombuffer(buf[base + s:base + t], dtype=_DT[e["dtype"]]).reshape(e["shape"])
         out[name] = torch.from_numpy(arr.copy())
     return out

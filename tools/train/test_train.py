@@ -171,5 +171,77 @@ class MlmMaskTest(unittest.TestCase):
         self.assertGreater(int((out[pick] == TOK.vocab["[MASK]"]).sum()), 0)
 
 
+class ResumeTest(unittest.TestCase):
+    """A run stopped after 3 steps and resumed from its checkpoint ends with exactly the weights
+    of the same run done in one go (6 steps of the tiny size, CPU, 2 epochs of 4 batches)."""
+
+    def test_resume_equals_one_go(self):
+        import gzip
+        import subprocess
+        import tempfile
+        import st_io
+        with tempfile.TemporaryDirectory() as d:
+            rng = random.Random(0)
+            with gzip.open(f"{d}/instances.jsonl.gz", "wt", encoding="utf-8") as f:
+                for c in list(E2E.values())[:8]:
+                    gold = [[{k: it[k] for k in ("type", "span", "offset")} for it in path] for path in c["expected"]]
+                    for ids, H, rows, cols in R.training_instances(TOK, dict(c, info_list=gold), rng):
+                        f.write(json.dumps({"ids": ids, "H": H, "rows": rows, "cols": cols}) + "\n")
+
+            def train(out, *extra):
+                subprocess.run([sys.executable, f"{HERE}/train.py", "--size", "tiny", "--data", d, "--out", out,
+                                "--vocab", f"{TINY}/vocab.txt", "--total-steps", "6", "--warmup-steps", "2",
+                                "--batch-tokens", "1024", "--eval-seconds", "0", "--minutes", "10", *extra],
+                               check=True, capture_output=True)
+
+            train(f"{d}/one")
+            train(f"{d}/two", "--call-steps", "3")
+            stopped = json.load(open(f"{d}/two/eval.json"))
+            self.assertEqual((stopped["steps"], stopped["finished"]), (3, False))
+            train(f"{d}/two", "--resume", f"{d}/two/checkpoint.pt")
+            done = json.load(open(f"{d}/two/eval.json"))
+            self.assertEqual((done["steps"], done["finished"]), (6, True))
+            a, b = st_io.load(f"{d}/one/model.safetensors"), st_io.load(f"{d}/two/model.safetensors")
+            self.assertEqual(sorted(a), sorted(b))
+            for k in a:
+                self.assertTrue(torch.equal(a[k], b[k]), k)
+
+
+class LabelVariationTest(unittest.TestCase):
+    def test_held_out_names_never_train(self):
+        import labels as L
+        train_names = {n for names in L.TRAIN_NAMES.values() for n in names}
+        self.assertFalse(set(L.HELD_OUT.values()) & train_names)
+        for fam, concepts in L.CONCEPT.items():
+            for t, c in concepts.items():
+                self.assertIn(t, L.TRAIN_NAMES[c], (fam, t))  # converted names are training names
+
+    def test_vary_keeps_mentions_and_renames_consistently(self):
+        import labels as L
+        text = "马云于1999年在杭州创办了阿里巴巴集团，任职董事局主席。"
+        s = {"id": "x", "text": text, "schema": {t: None for t in L.CONCEPT["cluener"]},
+             "info_list": [[{"type": "人名", "span": "马云", "offset": [0, 2]}],
+                           [{"type": "地址", "span": "杭州", "offset": [9, 11]}],
+                           [{"type": "公司", "span": "阿里巴巴集团", "offset": [14, 20]}]]}
+        rng = random.Random(1)
+        seen = set()
+        for _ in range(300):
+            v = L.vary(s, "cluener", rng)
+            for (item,) in v["info_list"]:
+                self.assertIn(item["type"], v["schema"])
+                self.assertEqual(text[item["offset"][0]:item["offset"][1]], item["span"])
+                seen.add((item["span"], item["type"]))
+            for t in v["schema"]:
+                self.assertNotIn(t, L.HELD_OUT.values())
+            # a negative type is never a name of an annotated concept
+            kept = {item["span"] for (item,) in v["info_list"]}
+            self.assertLessEqual(len(v["info_list"]), 3)
+            self.assertTrue(kept <= {"马云", "杭州", "阿里巴巴集团"})
+        self.assertIn(("马云", "人物"), seen)
+        self.assertIn(("杭州", "地理位置"), seen)
+        self.assertIn(("阿里巴巴集团", "组织机构"), seen)  # the coarse (official example) view
+        self.assertIn(("阿里巴巴集团", "公司"), seen)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -2,7 +2,17 @@
 
   python3 tools/train/train.py --size small --minutes 6 --data .device/train --out OUT/small
 
-Writes OUT/model.safetensors (fp32, original key names), OUT/config.json, OUT/eval.json, OUT/log.txt.
+Writes OUT/model.safetensors (original key names; fp32, or fp16 with --export-dtype f16),
+OUT/config.json, OUT/eval.json, OUT/log.txt, and OUT/checkpoint.pt (model + AdamW state, step,
+data position, RNG states) whenever the link phase stops.
+
+Schedule: --warmup-steps linear warm-up, then linear decay to zero at --total-steps. Without
+--total-steps the run measures its speed over the first 200 steps and fixes total-steps so that
+the schedule ends with --minutes (logged: a rerun with that --total-steps follows the same
+schedule step by step). --resume CHECKPOINT continues a stopped run exactly where it stopped (same
+batches, same learning rates); --minutes is then this call's time box, and a run that is not done
+stops at it and writes a new checkpoint. --init MODEL_DIR starts from a model directory's weights
+(fp32 or fp16 safetensors) with a fresh optimizer.
 """
 import argparse
 import gzip
@@ -120,7 +130,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--size", default="small", choices=sorted(SIZES))
     ap.add_argument("--minutes", type=float, default=6.0)
-    ap.add_argument("--max-steps", type=int, default=0, help="stop after this many steps (0: time only)")
+    ap.add_argument("--max-steps", "--total-steps", dest="max_steps", type=int, default=0,
+                    help="schedule length in steps (0: fixed from the speed measured over the first 200 steps)")
     ap.add_argument("--data", default=".device/train")
     ap.add_argument("--vocab", default="models/rexuninlu_tiny/vocab.txt")
     ap.add_argument("--out", required=True)
@@ -132,9 +143,14 @@ def main():
     ap.add_argument("--eval-limit", type=int, default=None)
     ap.add_argument("--eval-seconds", type=float, default=1e9)
     ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument("--warmup-steps", type=int, default=300)
+    ap.add_argument("--call-steps", type=int, default=0, help="stop this call after this many steps (tests)")
+    ap.add_argument("--init", default=None, help="model directory whose weights start the run (fresh optimizer)")
+    ap.add_argument("--resume", default=None, help="checkpoint.pt of a stopped run: continue it exactly")
+    ap.add_argument("--export-dtype", default="f32", choices=["f32", "f16"])
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    logf = open(f"{a.out}/log.txt", "w")
+    logf = open(f"{a.out}/log.txt", "a")
 
     def log(msg):
         print(f"[{a.size}] {msg}", flush=True)
@@ -160,6 +176,14 @@ def main():
     cfg = config_for(hidden, layers, heads, inter)
     model = RexModel(cfg, dropout=a.dropout)
     init_weights(model)
+    resumed = None
+    if a.resume:
+        resumed = torch.load(a.resume, map_location="cpu", weights_only=False)
+        model.load_state_dict(resumed["model"])
+    elif a.init:
+        sd = st_io.load(f"{a.init}/model.safetensors")
+        model.load_state_dict({k: v.float() for k, v in sd.items()})
+        log(f"weights from {a.init}")
     model.to(device)
     n_params = sum(p.numel() for p in model.parameters())
     log(f"size {a.size}: hidden {hidden}, layers {layers}, heads {heads}, ffn {inter}, params {n_params}")
@@ -171,20 +195,44 @@ def main():
         return torch.optim.AdamW([{"params": decay, "weight_decay": 0.01}, {"params": no_decay, "weight_decay": 0.0}],
                                  lr=lr, betas=(0.9, 0.98), eps=1e-6)
 
-    def run_phase(name, seconds, max_steps, lr0, opt, params, loss_fn):
-        """Warm-up (4%) then linear decay to zero over the phase's time (or step) budget."""
+    def lr_at(step, lr0, total, warmup):
+        if step < warmup:
+            return lr0 * (step + 1) / warmup
+        return lr0 * max(0.0, (total - step) / max(1, total - warmup))
+
+    def run_phase(name, seconds, max_steps, lr0, opt, params, loss_fn, st=None):
+        """Trains until `seconds` of this call are spent or st["total"] steps are done.
+
+        st (the resumable state): step, epoch (1-based, the current one), pos (batches of the
+        current epoch already done), epoch_rng (the batch RNG's state when the epoch's order was
+        drawn), total (None: fixed from the measured speed at step 200), warmup."""
+        if st is None:
+            st = {"step": 0, "epoch": 0, "pos": 0, "epoch_rng": None, "total": max_steps or None,
+                  "warmup": a.warmup_steps}
         t_start = time.time()
-        step, epoch, ema = 0, 0, None
+        ema = None
+        first_step = st["step"]
         while True:
-            epoch += 1
-            for b in batches(insts, a.batch_tokens, rng):
-                frac = (time.time() - t_start) / seconds
-                if max_steps:
-                    frac = max(frac, step / max_steps)
-                if frac >= 1:
-                    log(f"{name}: {step} steps, {epoch} epochs in {time.time() - t_start:.0f}s")
-                    return step, epoch
-                lr = lr0 * min(1.0, frac / 0.04) * max(0.0, (1 - frac) / 0.96 if frac > 0.04 else 1.0)
+            if st["epoch_rng"] is None:  # a new epoch: draw its batch order
+                st["epoch"] += 1
+                st["pos"] = 0
+                st["epoch_rng"] = rng.getstate()
+            else:  # resuming inside an epoch: the same order again
+                rng.setstate(st["epoch_rng"])
+            order = batches(insts, a.batch_tokens, rng)
+            while st["pos"] < len(order):
+                b = order[st["pos"]]
+                spent = time.time() - t_start
+                if st["total"] is None and st["step"] >= 200:
+                    st["total"] = max(st["warmup"] + 1, int(st["step"] / spent * seconds * 0.97))
+                    log(f"{name}: {st['step']} steps in {spent:.0f}s: total steps fixed at {st['total']}")
+                done = st["total"] is not None and st["step"] >= st["total"]
+                if done or spent >= seconds or (a.call_steps and st["step"] - first_step >= a.call_steps):
+                    log(f"{name}: {'done' if done else 'stopped (time box)'} at step {st['step']}, epoch "
+                        f"{st['epoch']}, batch {st['pos']} of {len(order)}, {spent:.0f}s in this call")
+                    st["finished"] = bool(done)
+                    return st
+                lr = lr_at(st["step"], lr0, st["total"] or 10 ** 9, st["warmup"])
                 for g in opt.param_groups:
                     g["lr"] = lr
                 model.train()
@@ -200,11 +248,13 @@ def main():
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(params, 1.0)
                 opt.step()
-                step += 1
+                st["step"] += 1
+                st["pos"] += 1
                 ema = loss.item() if ema is None else 0.98 * ema + 0.02 * loss.item()
-                if step % 200 == 0 or step == 1:
-                    log(f"{name} step {step} epoch {epoch} lr {lr:.2e} loss {ema:.4f} "
+                if st["step"] % 200 == 0 or st["step"] == 1:
+                    log(f"{name} step {st['step']} epoch {st['epoch']} lr {lr:.2e} loss {ema:.4f} "
                         f"elapsed {time.time() - t_start:.0f}s")
+            st["epoch_rng"] = None
 
     def link_loss(items, ids, mask, pos, valid):
         B, L = ids.shape
@@ -219,7 +269,7 @@ def main():
 
     budget = a.minutes * 60
     mlm_steps = 0
-    if a.mlm_frac > 0:
+    if a.mlm_frac > 0 and not resumed:
         # MLM warm-up on the training sequences themselves (prompt + text, same 2D mask and
         # positions as the link task), so the encoder starts from word statistics, not noise.
         head = MlmHead(model.plm.embeddings.word_embeddings, hidden).to(device)
@@ -240,22 +290,40 @@ def main():
         named = list(model.named_parameters()) + [(f"mlm.{n}", p) for n, p in head.named_parameters()
                                                    if not n.startswith("emb.")]
         opt = make_opt(named, a.mlm_lr)
-        mlm_steps, _ = run_phase("mlm", budget * a.mlm_frac, a.max_steps // 2 if a.max_steps else 0, a.mlm_lr, opt,
-                                 [p for _, p in named], mlm_loss)
+        mlm_steps = run_phase("mlm", budget * a.mlm_frac, a.max_steps // 2 if a.max_steps else 0, a.mlm_lr, opt,
+                              [p for _, p in named], mlm_loss)["step"]
         del head, opt
     opt = make_opt(list(model.named_parameters()), a.lr)
-    step, epoch = run_phase("link", budget * (1 - a.mlm_frac), a.max_steps, a.lr, opt,
-                            list(model.parameters()), link_loss)
-    log(f"trained {mlm_steps} MLM + {step} link steps ({epoch} epochs) in {time.time() - t0:.0f}s since start")
+    st = None
+    if resumed is not None:
+        opt.load_state_dict(resumed["opt"])
+        st = resumed["state"]
+        rng.setstate(resumed["rng"])
+        torch.set_rng_state(resumed["torch_rng"])
+        if device == "cuda" and resumed.get("cuda_rng") is not None:
+            torch.cuda.set_rng_state(resumed["cuda_rng"])
+        log(f"resumed from {a.resume}: step {st['step']} of {st['total']}, epoch {st['epoch']}, batch {st['pos']}")
+    st = run_phase("link", budget * (1 - a.mlm_frac), a.max_steps, a.lr, opt,
+                   list(model.parameters()), link_loss, st)
+    step, epoch = st["step"], st["epoch"]
+    torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "state": st, "rng": rng.getstate(),
+                "torch_rng": torch.get_rng_state(),
+                "cuda_rng": torch.cuda.get_rng_state() if device == "cuda" else None,
+                "args": vars(a), "size": a.size}, f"{a.out}/checkpoint.pt")
+    log(f"trained {mlm_steps} MLM + {step} link steps ({epoch} epochs) in {time.time() - t0:.0f}s since start; "
+        f"checkpoint written ({'schedule finished' if st['finished'] else 'not finished: --resume it'})")
 
     model.float().eval()
-    sd = {k: v.detach().float().cpu() for k, v in model.state_dict().items()}
+    dt = torch.float16 if a.export_dtype == "f16" else torch.float32
+    sd = {k: v.detach().float().cpu().to(dt) for k, v in model.state_dict().items()}
     st_io.save(sd, f"{a.out}/model.safetensors", metadata={"format": "pt"})
     exp_cfg = dict(cfg)
     exp_cfg["vocab_size"] = 12800  # as the original config: embeddings hold 12,800 + 4 added tokens
     json.dump(exp_cfg, open(f"{a.out}/config.json", "w"), indent=2)
     res = evaluate(model, tok, device, f"{a.data}/eval", log, a.eval_limit, a.eval_seconds)
-    json.dump({"size": a.size, "params": n_params, "mlm_frac": a.mlm_frac, "mlm_steps": mlm_steps, "steps": step, "epochs": epoch, "eval": res},
+    json.dump({"size": a.size, "params": n_params, "mlm_frac": a.mlm_frac, "mlm_steps": mlm_steps, "steps": step,
+               "epochs": epoch, "total_steps": st["total"], "finished": st["finished"], "init": a.init,
+               "resume": a.resume, "seed": a.seed, "lr": a.lr, "eval": res},
               open(f"{a.out}/eval.json", "w"), indent=2)
     log(f"total {time.time() - t0:.0f}s")
 
