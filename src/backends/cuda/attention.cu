@@ -10,6 +10,7 @@
 // and P·V. fp32 arithmetic throughout (CUDA cores).
 #include <string>
 
+#include "backends/cuda/attention_mma.h"
 #include "backends/cuda/ops.h"
 #include "backends/cuda/types.cuh"
 #include "rexnlu/error.h"
@@ -230,6 +231,10 @@ void launch(const AttentionArgs& a, cudaStream_t stream) {
   if (!aligned16(a.q) || !aligned16(a.k) || !aligned16(a.v) || !aligned16(a.q_rel) || !aligned16(a.k_rel) ||
       row_bytes_qkv % 16 != 0 || row_bytes_rel % 16 != 0)
     throw InternalError("cuda::disentangled_attention: q, k, v, q_rel, k_rel and their row strides must be 16-byte aligned");
+  if (a.compute != DType::kF32 && attention_mma_supported(a)) {
+    disentangled_attention_mma(a, stream);
+    return;
+  }
   int device = 0, limit = 0, sms = 0;
   check(cudaGetDevice(&device), "cuda::disentangled_attention");
   check(cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device), "cuda::disentangled_attention");
