@@ -167,7 +167,7 @@ int main() {
       // The tensor-core kernel: 16-bit storage computes in its type, fp32 storage in fp16.
       kg::AttentionArgs am = a;
       am.compute = t == DType::kF32 ? DType::kF16 : t;
-      const double mma = kg::attention_mma_supported(am) ? time_us(s, [&] { kg::disentangled_attention(am, s); }) : -1.0;
+      const double mma = kg::attention_mma_supported(am) ? time_us(s, [&] { kg::disentangled_attention_mma(am, s); }) : -1.0;
       std::printf("| L=%d B=%d | %s |", L, B, name(t));
       for (double u : us) std::printf(" %.1f |", u);
       std::printf(" %.1f | %.0f | %.1f | %.1f | %.1f | %.0f%% | %.1f |\n", layer, 12 * layer, head, rot, link,

@@ -404,8 +404,12 @@ void check_attention(const Batch& batch, int heads, int head_dim, DType t, const
   a.ld_qkv = 3 * H, a.q_rel = drel.get(), a.k_rel = drel.get<char>() + H * dtype_size(t), a.ld_rel = 2 * H;
   a.rel_rows = rel_rows, a.scale = scale, a.out = dout.get(), a.ld_out = H;
   a.compute = compute;
-  if (compute != DType::kF32) ASSERT_TRUE(kg::attention_mma_supported(a)) << what;
-  kg::disentangled_attention(a, nullptr);
+  if (compute != DType::kF32) {
+    ASSERT_TRUE(kg::attention_mma_supported(a)) << what;
+    kg::disentangled_attention_mma(a, nullptr);  // whatever the grid size
+  } else {
+    kg::disentangled_attention(a, nullptr);
+  }
   const double tol = compute == DType::kF32 ? tolerance(t) : 2 * std::max(tolerance(t), tolerance(compute));
   expect_close(dout.floats(t), want, tol,
                what + " " + name(t) + (compute == DType::kF32 ? "" : std::string(" mma ") + name(compute)));

@@ -231,14 +231,18 @@ void launch(const AttentionArgs& a, cudaStream_t stream) {
   if (!aligned16(a.q) || !aligned16(a.k) || !aligned16(a.v) || !aligned16(a.q_rel) || !aligned16(a.k_rel) ||
       row_bytes_qkv % 16 != 0 || row_bytes_rel % 16 != 0)
     throw InternalError("cuda::disentangled_attention: q, k, v, q_rel, k_rel and their row strides must be 16-byte aligned");
-  if (a.compute != DType::kF32 && attention_mma_supported(a)) {
-    disentangled_attention_mma(a, stream);
-    return;
-  }
   int device = 0, limit = 0, sms = 0;
   check(cudaGetDevice(&device), "cuda::disentangled_attention");
   check(cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device), "cuda::disentangled_attention");
   check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cuda::disentangled_attention");
+  // The tensor-core kernel (one block per 32 queries x head x sequence) only pays once its grid
+  // covers the GPU: measured on the H200 (docs/benchmarks.md), at L=128 it took 62-70 us at
+  // batch 1 (48 blocks) against 35 us here, 74 against 121 us at batch 8, 270 against 350 at 32.
+  const long mma_blocks = static_cast<long>((a.batch.max_length + 31) / 32) * a.num_heads * a.batch.num_sequences;
+  if (a.compute != DType::kF32 && mma_blocks >= sms && attention_mma_supported(a)) {
+    disentangled_attention_mma(a, stream);
+    return;
+  }
   const long blocks16 = static_cast<long>((a.batch.max_length + 15) / 16) * a.num_heads * a.batch.num_sequences;
   const size_t smem16 = Smem<16, D>::bytes(a.batch.max_length), smem8 = Smem<8, D>::bytes(a.batch.max_length);
   if (smem16 <= static_cast<size_t>(limit) && blocks16 >= 2L * sms) {

@@ -11,7 +11,8 @@ namespace rexnlu::backends::cuda {
 
 // The current device and the arguments suit the tensor-core kernel.
 bool attention_mma_supported(const AttentionArgs& args);
-// Enqueues it (arguments already checked by cuda::disentangled_attention).
+// Enqueues it (cuda::disentangled_attention checks the arguments first and calls this only
+// where the grid fills the GPU; tests and benchmarks call it directly).
 void disentangled_attention_mma(const AttentionArgs& args, cudaStream_t stream);
 
 }  // namespace rexnlu::backends::cuda
