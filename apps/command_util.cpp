@@ -66,6 +66,10 @@ void add_load_options(CLI::App& cmd, LoadOptions& options, const std::string& th
   cmd.add_option(threads_flag, options.threads, "CPU worker threads (0 = OMP_NUM_THREADS or one per core)")
       ->capture_default_str()
       ->check(int_range(0, 1024));
+  auto workspace_limit = [&options](int mib) { options.workspace_limit_bytes = static_cast<size_t>(mib) << 20; };
+  cmd.add_option_function<int>("--workspace-limit-mb", workspace_limit,
+                               "cap on a forward pass's scratch memory in MiB (0 = none); past it: out of memory")
+      ->check(int_range(0, 1 << 20));
 }
 
 Engine load_engine(const std::string& model, const LoadOptions& options) {

@@ -60,9 +60,12 @@ int main(int argc, char** argv) {
     }
     options.precision = *p;
   }
-  const std::string engine = options.device == rexnlu::Device::kCpu
-                                 ? std::string("rexnlu")
-                                 : "rexnlu-" + std::string(argv[5]) + "-" + std::string(rexnlu::precision_name(options.precision));
+  std::string engine = options.device == rexnlu::Device::kCpu
+                           ? std::string("rexnlu")
+                           : "rexnlu-" + std::string(argv[5]) + "-" + std::string(rexnlu::precision_name(options.precision));
+  if (const char* g = std::getenv("REXNLU_CUDA_GRAPHS"); g != nullptr && std::string(g) == "0" &&
+                                                         options.device == rexnlu::Device::kCuda)
+    engine += "-nographs";  // the CUDA backend's graph replay turned off (CudaBackend::run_recorded)
   // The full-size case has no vocab.txt: the embedding table's rows stand for the vocabulary.
   const std::filesystem::path dir = argv[1];
   const auto model = [&] {

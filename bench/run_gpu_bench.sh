@@ -22,6 +22,8 @@ echo "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name --format=csv,noheader 
 for p in fp32 fp16 bf16; do
   "$BUILD/bench/encoder_bench" "$WORK/model" "$WORK/cases.json" 1 "$MIN_SECONDS" cuda "$p" >> "$WORK/results.jsonl"
 done
+# The same without CUDA graph replay: what the recording saves.
+REXNLU_CUDA_GRAPHS=0 "$BUILD/bench/encoder_bench" "$WORK/model" "$WORK/cases.json" 1 "$MIN_SECONDS" cuda fp16 >> "$WORK/results.jsonl"
 python3 "$ROOT/bench/bench_torch_gpu.py" "$WORK/model" "$WORK/cases.json" "$MODES" "$MIN_SECONDS" >> "$WORK/results.jsonl"
 python3 - "$WORK/results.jsonl" <<'PYEOF'
 import json, sys

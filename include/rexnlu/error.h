@@ -14,6 +14,7 @@ enum class ErrorKind {
   kCancelled,     // a request's deadline passed or the caller cancelled it before it finished
   kIo,            // a file could not be opened or read
   kInternal,      // a bug: an invariant of rexnlu itself was broken
+  kOutOfMemory,   // the device (GPU or host) had no memory for this forward pass; smaller work may pass
 };
 
 class Error : public std::runtime_error {

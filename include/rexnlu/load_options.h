@@ -3,6 +3,7 @@
 // (e.g. "device cuda: this build has no CUDA backend").
 #pragma once
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -19,6 +20,10 @@ struct LoadOptions {
   Precision precision = Precision::kFloat32;
   int threads = 0;  // CPU worker threads; 0 = OMP_NUM_THREADS or one per core
   int device_index = 0;  // which GPU for Device::kCuda ("cuda:N")
+  // Cap on the scratch memory of forward passes (activations), in bytes; 0 = no cap. A pass that
+  // would need more fails with ErrorKind::kOutOfMemory, as when the device itself runs out
+  // (`serve` answers 503 and goes on). Also how tests provoke that failure without a full GPU.
+  size_t workspace_limit_bytes = 0;
 };
 
 std::string_view device_name(Device d);           // "cpu", "cuda"

@@ -109,6 +109,7 @@ const char* error_kind_name(ErrorKind kind) {
     case ErrorKind::kCancelled: return "cancelled";
     case ErrorKind::kIo: return "io";
     case ErrorKind::kInternal: return "internal";
+    case ErrorKind::kOutOfMemory: return "out_of_memory";
   }
   return "internal";
 }
@@ -135,6 +136,7 @@ void register_errors(py::module_& m) {
         case ErrorKind::kCancelled: type = PyExc_TimeoutError; break;
         case ErrorKind::kIo: type = PyExc_OSError; break;
         case ErrorKind::kInternal: type = PyExc_RuntimeError; break;
+        case ErrorKind::kOutOfMemory: type = PyExc_MemoryError; break;
       }
       PyErr_SetString(type, e.what());
     }

@@ -9,10 +9,16 @@
 #include "backends/cuda/device.h"
 #endif
 #include "rexnlu/error.h"
+#include "rexnlu/gpu_memory.h"
 
 namespace rexnlu::backends {
 
 void Backend::begin_pass() { workspace_.reset(); }
+
+void Backend::run_recorded(const std::string&, const std::function<void()>& body) {
+  const Workspace::Frame frame(workspace_);
+  body();
+}
 
 TensorRef Backend::alloc(DType dtype, std::initializer_list<int64_t> shape) {
   TensorRef r(nullptr, dtype, shape, device_);
@@ -47,16 +53,23 @@ Linear Backend::make_linear(ConstTensorRef weight, ConstTensorRef bias) {
 
 std::unique_ptr<Backend> make_backend(const LoadOptions& o) {
   if (o.threads < 0) throw InputError("threads must be >= 0 (0 = one per core), got " + std::to_string(o.threads));
+  std::unique_ptr<Backend> backend;
   switch (o.device) {
     case Device::kCpu:
       cpu::check_precision(o.precision);
-      return std::make_unique<cpu::CpuBackend>(o.threads, o.precision);
+      backend = std::make_unique<cpu::CpuBackend>(o.threads, o.precision);
+      break;
     case Device::kCuda:
 #if REXNLU_HAVE_CUDA
-      return std::make_unique<cuda::CudaBackend>(o.device_index, o.precision);
+      backend = std::make_unique<cuda::CudaBackend>(o.device_index, o.precision);
+      break;
 #else
       throw InputError("device cuda: this build has no CUDA backend");
 #endif
+  }
+  if (backend) {
+    backend->workspace().set_limit(o.workspace_limit_bytes);
+    return backend;
   }
   throw InternalError("make_backend: unknown device");
 }
@@ -69,3 +82,29 @@ std::vector<Device> available_devices() {
 }
 
 }  // namespace rexnlu::backends
+
+namespace rexnlu {
+
+std::vector<GpuMemory> gpu_memory() {
+  std::vector<GpuMemory> out;
+#if REXNLU_HAVE_CUDA
+  for (const backends::cuda::TrackedMemory& t : backends::cuda::tracked_memory()) {
+    GpuMemory m;
+    m.device = t.device;
+    m.held_bytes = t.held_bytes;
+    int current = 0;
+    size_t free = 0, total = 0;
+    if (cudaGetDevice(&current) == cudaSuccess && cudaSetDevice(t.device) == cudaSuccess &&
+        cudaMemGetInfo(&free, &total) == cudaSuccess) {
+      m.free_bytes = static_cast<int64_t>(free);
+      m.total_bytes = static_cast<int64_t>(total);
+    }
+    cudaGetLastError();
+    cudaSetDevice(current);
+    out.push_back(m);
+  }
+#endif
+  return out;
+}
+
+}  // namespace rexnlu

@@ -8,6 +8,7 @@
 // on every backend available_backends() returns against the same reference loops.
 #pragma once
 
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <string>
@@ -37,6 +38,14 @@ class Backend {
   // Workspace::Frame on workspace().
   TensorRef alloc(DType dtype, std::initializer_list<int64_t> shape);
   Workspace& workspace() { return workspace_; }
+
+  // Runs `body`, which only enqueues device work on this backend (ops on device memory: no
+  // upload, download or host decision on device data) and releases its scratch (it runs inside
+  // a Workspace::Frame). A device backend may record it the first times it sees `key` and later
+  // REPLAY the recording instead of calling body: `key` must name everything that shapes the
+  // work (sizes; the inputs' device addresses follow from them when the pass allocates in the
+  // same order). CPU: calls body.
+  virtual void run_recorded(const std::string& key, const std::function<void()>& body);
 
   // ---- moving data between the host and the device
   // `host` as the ops can read it: `host` itself on the CPU, a scratch copy on a device.

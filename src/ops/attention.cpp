@@ -33,9 +33,11 @@ void check_rows(const char* op, const DisentangledAttention& a, const backends::
 
 #if REXNLU_HAVE_CUDA
 // The CUDA kernel's arguments for the sequences of `batch` (checked by check_rows and the mask checks).
-backends::cuda::AttentionArgs cuda_args(const DisentangledAttention& a, const backends::cuda::DeviceBatch& batch) {
+backends::cuda::AttentionArgs cuda_args(const DisentangledAttention& a, const backends::cuda::DeviceBatch& batch,
+                                        DType compute) {
   backends::cuda::AttentionArgs c;
   c.type = DType::kF32;
+  c.compute = compute;
   c.batch = batch;
   c.num_heads = a.num_heads;
   c.head_dim = to_int(a.q.cols() / a.num_heads);
@@ -90,8 +92,8 @@ void disentangled_attention(backends::Backend& be, const DisentangledAttention& 
     case Device::kCuda: {
       auto& cb = backends::cuda::CudaBackend::of(be);
       const Workspace::Frame frame(be.workspace());
-      backends::cuda::disentangled_attention(
-          cuda_args(a, cb.one_sequence(to_int(L), a.position_ids.i32(), a.mask.u8())), cb.stream());
+      const backends::cuda::DeviceBatch one = cb.one_sequence(to_int(L), a.position_ids.i32(), a.mask.u8());
+      backends::cuda::disentangled_attention(cuda_args(a, one, cb.compute_type()), cb.stream());
       return;
     }
 #endif
@@ -100,55 +102,29 @@ void disentangled_attention(backends::Backend& be, const DisentangledAttention& 
   }
 }
 
-void disentangled_attention(backends::Backend& be, const DisentangledAttention& a, const std::vector<int64_t>& offsets,
-                            const std::vector<ConstTensorRef>& masks) {
+void disentangled_attention(backends::Backend& be, const DisentangledAttention& a, const PackedSequences& seqs) {
   constexpr const char* op = "disentangled_attention (packed)";
-  const size_t B = masks.size();
-  detail::expect(offsets.size() == B + 1 && offsets.front() == 0 && offsets.back() == a.q.rows(), op,
-                 "offsets must hold 0, the sequence ends and the row count of q");
+  const size_t B = seqs.masks.size();
+  detail::expect(seqs.offsets.size() == B + 1 && seqs.offsets.back() == a.q.rows(), op,
+                 "the sequences' rows must add up to the row count of q");
 #if REXNLU_HAVE_CUDA
-  if (be.device() == Device::kCuda && B > 1) {
-    // Checks every sequence's arguments as the one-sequence op would, then ONE launch.
-    int max_length = 0;
-    for (size_t b = 0; b < B; ++b) {
-      const int64_t L = offsets[b + 1] - offsets[b];
-      detail::expect(L > 0, op, "empty sequence");
-      detail::expect_vector(op, "mask", masks[b], DType::kU8, L * L, be);
-      max_length = std::max(max_length, to_int(L));
-    }
+  if (be.device() == Device::kCuda) {
+    // Every sequence in ONE launch (pack_sequences checked the masks and put the tables on the device).
     check_rows(op, a, be);
-    const int64_t rows = a.q.rows();
     auto& cb = backends::cuda::CudaBackend::of(be);
-    const Workspace::Frame frame(be.workspace());
-    // Offsets as the kernel reads them; masks addressed from the lowest one (one device address space).
-    const std::byte* base = masks[0].data;
-    for (const ConstTensorRef& m : masks) base = std::min(base, m.data);
-    std::vector<int32_t> offsets32(offsets.begin(), offsets.end());
-    std::vector<int64_t> mask_offsets(B);
-    for (size_t b = 0; b < B; ++b) mask_offsets[b] = masks[b].data - base;
-    const ConstTensorRef d_offsets = be.upload(host_ref(offsets32.data(), {static_cast<int64_t>(B + 1)}));
-    const ConstTensorRef d_mask_offsets = be.upload(
-        ConstTensorRef(reinterpret_cast<const std::byte*>(mask_offsets.data()), DType::kI64, {static_cast<int64_t>(B)}));
-    backends::cuda::DeviceBatch batch;
-    batch.num_sequences = static_cast<int>(B);
-    batch.max_length = max_length;
-    batch.rows = to_int(rows);
-    batch.offsets = d_offsets.i32();
-    batch.mask_offsets = reinterpret_cast<const int64_t*>(d_mask_offsets.data);
-    batch.position_ids = a.position_ids.i32();
-    batch.masks = reinterpret_cast<const uint8_t*>(base);
-    backends::cuda::disentangled_attention(cuda_args(a, batch), cb.stream());
+    backends::cuda::disentangled_attention(cuda_args(a, device_batch(seqs, a.position_ids.i32()), cb.compute_type()),
+                                           cb.stream());
     return;
   }
 #endif
   for (size_t b = 0; b < B; ++b) {
-    const int64_t row0 = offsets[b], len = offsets[b + 1] - offsets[b];
+    const int64_t row0 = seqs.offsets[b], len = seqs.offsets[b + 1] - seqs.offsets[b];
     DisentangledAttention s = a;
     s.q = a.q.slice(row0, len);
     s.k = a.k.slice(row0, len);
     s.v = a.v.slice(row0, len);
     s.position_ids = a.position_ids.slice(row0, len);
-    s.mask = masks[b];
+    s.mask = seqs.masks[b];
     s.out = a.out.slice(row0, len);
     disentangled_attention(be, s);
   }

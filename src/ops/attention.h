@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "ops/packed_sequences.h"
 
 namespace rexnlu::ops {
 
@@ -27,9 +28,8 @@ void disentangled_attention(backends::Backend& be, const DisentangledAttention& 
 
 // The same for every sequence of a packed batch in one call: sequence b owns rows
 // [offsets[b], offsets[b+1]) of a.q, a.k, a.v, a.position_ids and a.out and attends under
-// masks[b] (U8 [L_b, L_b]); a.mask is not used. The CPU runs the sequences one after another,
-// the GPU all of them in one launch.
-void disentangled_attention(backends::Backend& be, const DisentangledAttention& a, const std::vector<int64_t>& offsets,
-                            const std::vector<ConstTensorRef>& masks);
+// seqs.masks[b]; a.mask is not used. The CPU runs the sequences one after another, the GPU all
+// of them in one launch (copying nothing from the host).
+void disentangled_attention(backends::Backend& be, const DisentangledAttention& a, const PackedSequences& seqs);
 
 }  // namespace rexnlu::ops

@@ -19,8 +19,33 @@ std::vector<float> conv1d_k3_taps(const float* weight, int64_t out, int64_t in) 
   return taps;
 }
 
-void conv1d_k3(backends::Backend& be, ConstTensorRef x, const Conv1dK3Weights& w, TensorRef y) {
-  constexpr const char* op = "conv1d_k3";
+namespace {
+
+// The three taps as one product x · taps^T ([3*out, in]) over all rows, then their shifted sum
+// within each sequence of `batch`.
+#if REXNLU_HAVE_CUDA
+void conv1d_k3_cuda(backends::Backend& be, ConstTensorRef x, const Conv1dK3Weights& w, TensorRef y,
+                    const backends::cuda::DeviceBatch& batch) {
+  auto& cb = backends::cuda::CudaBackend::of(be);
+  const int64_t out = w.taps.ref().shape[1], in = w.taps.ref().shape[2], rows = x.rows();
+  float* tap_sums = be.workspace().alloc<float>(static_cast<size_t>(rows * 3 * out));
+  backends::cuda::GemmArgs g;
+  g.M = detail::to_int(rows);
+  g.N = detail::to_int(3 * out);
+  g.K = detail::to_int(in);
+  g.A = x.data;
+  g.lda = g.K;
+  g.B = w.taps.ref().data;
+  g.ldb = g.K;
+  g.C = tap_sums;
+  g.ldc = g.N;
+  cb.gemm(g);
+  backends::cuda::conv1d_k3_combine(DType::kF32, tap_sums, batch, detail::to_int(out),
+                                    w.bias.empty() ? nullptr : w.bias.ref().f32(), y.data, cb.stream());
+}
+#endif
+
+void check_conv(const char* op, ConstTensorRef x, const Conv1dK3Weights& w, TensorRef y, const backends::Backend& be) {
   const ConstTensorRef taps = w.taps;
   detail::expect(taps.rank == 3 && taps.shape[0] == 3 && taps.contiguous(), op, "taps must be contiguous [3, out, in]");
   const int64_t out = taps.shape[1], in = taps.shape[2], L = x.rows();
@@ -28,6 +53,15 @@ void conv1d_k3(backends::Backend& be, ConstTensorRef x, const Conv1dK3Weights& w
   detail::expect_vector(op, "x", x, DType::kF32, L * in, be);
   detail::expect_vector(op, "y", y, DType::kF32, L * out, be);
   if (!w.bias.empty()) detail::expect_vector(op, "bias", w.bias, DType::kF32, out, be);
+}
+
+}  // namespace
+
+void conv1d_k3(backends::Backend& be, ConstTensorRef x, const Conv1dK3Weights& w, TensorRef y) {
+  constexpr const char* op = "conv1d_k3";
+  check_conv(op, x, w, y, be);
+  const ConstTensorRef taps = w.taps;
+  const int64_t out = taps.shape[1], in = taps.shape[2], L = x.rows();
   switch (be.device()) {
     case Device::kCpu:
       backends::cpu::conv1d_k3(x.f32(), detail::to_int(L), detail::to_int(in), taps.f32(),
@@ -35,29 +69,33 @@ void conv1d_k3(backends::Backend& be, ConstTensorRef x, const Conv1dK3Weights& w
       return;
 #if REXNLU_HAVE_CUDA
     case Device::kCuda: {
-      // The three taps as one product x · taps^T ([3*out, in]), then their shifted sum.
       auto& cb = backends::cuda::CudaBackend::of(be);
       const Workspace::Frame frame(be.workspace());
-      float* tap_sums = be.workspace().alloc<float>(static_cast<size_t>(L * 3 * out));
-      backends::cuda::GemmArgs g;
-      g.M = detail::to_int(L);
-      g.N = detail::to_int(3 * out);
-      g.K = detail::to_int(in);
-      g.A = x.data;
-      g.lda = g.K;
-      g.B = taps.data;
-      g.ldb = g.K;
-      g.C = tap_sums;
-      g.ldc = g.N;
-      cb.gemm(g);
-      backends::cuda::conv1d_k3_combine(DType::kF32, tap_sums, cb.one_sequence(g.M, nullptr, nullptr),
-                                        detail::to_int(out), w.bias.empty() ? nullptr : w.bias.ref().f32(), y.data,
-                                        cb.stream());
+      conv1d_k3_cuda(be, x, w, y, cb.one_sequence(detail::to_int(L), nullptr, nullptr));
       return;
     }
 #endif
     default:
       detail::no_kernel(op, be);
+  }
+}
+
+void conv1d_k3(backends::Backend& be, ConstTensorRef x, const Conv1dK3Weights& w, TensorRef y,
+               const PackedSequences& seqs) {
+  constexpr const char* op = "conv1d_k3 (packed)";
+  check_conv(op, x, w, y, be);
+  const std::vector<int64_t>& offsets = seqs.offsets;
+  detail::expect(offsets.back() == x.rows(), op, "the sequences' rows must add up to the row count of x");
+#if REXNLU_HAVE_CUDA
+  if (be.device() == Device::kCuda) {
+    const Workspace::Frame frame(be.workspace());
+    conv1d_k3_cuda(be, x, w, y, device_batch(seqs, nullptr));
+    return;
+  }
+#endif
+  for (size_t b = 0; b + 1 < offsets.size(); ++b) {
+    const int64_t row0 = offsets[b], len = offsets[b + 1] - offsets[b];
+    conv1d_k3(be, x.slice(row0, len), w, y.slice(row0, len));
   }
 }
 

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "ops/packed_sequences.h"
 #include "tensor/tensor.h"
 
 namespace rexnlu::ops {
@@ -20,5 +21,12 @@ std::vector<float> conv1d_k3_taps(const float* torch_weight, int64_t out, int64_
 
 // y [L, out] = conv(x [L, in]) over ONE sequence of L tokens (contiguous rows).
 void conv1d_k3(backends::Backend& be, ConstTensorRef x, const Conv1dK3Weights& w, TensorRef y);
+
+// The same over every sequence of a packed batch (sequence b owns rows [offsets[b], offsets[b+1])
+// of x and y, zero padding at each sequence's own ends): the GPU runs one product and one
+// combining kernel for the whole batch (copying nothing from the host), the CPU one sequence
+// after another.
+void conv1d_k3(backends::Backend& be, ConstTensorRef x, const Conv1dK3Weights& w, TensorRef y,
+               const PackedSequences& seqs);
 
 }  // namespace rexnlu::ops

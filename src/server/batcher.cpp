@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <new>
 
 namespace rexnlu::server {
 
@@ -162,18 +163,22 @@ void Batcher::work() {
     const std::function<bool()> cancelled = [this] {
       return Clock::now().time_since_epoch().count() >= cancel_at_.load();
     };
+    Result failure;  // what every text of the batch answers when the engine throws
+    failure.error = "internal error while running the batch";
+    failure.error_kind = ErrorKind::kInternal;
     try {
       results = run_batch_(requests, timings, cancelled);
+    } catch (const Error& e) {
+      results.clear();
+      if (e.kind() == ErrorKind::kOutOfMemory) failure.error = e.what(), failure.error_kind = e.kind();
+    } catch (const std::bad_alloc&) {
+      results.clear();
+      failure.error = "out of host memory while running the batch";
+      failure.error_kind = ErrorKind::kOutOfMemory;
     } catch (...) {
       results.clear();
     }
-    if (results.size() != requests.size()) {  // the engine threw: fail the batch, keep serving
-      results.assign(requests.size(), Result{});
-      for (Result& r : results) {
-        r.error = "internal error while running the batch";
-        r.error_kind = ErrorKind::kInternal;
-      }
-    }
+    if (results.size() != requests.size()) results.assign(requests.size(), failure);  // fail the batch, keep serving
     metrics_.observe_stage(Stage::kTokenize, timings.tokenize_seconds);
     metrics_.observe_stage(Stage::kForward, timings.forward_seconds);
     metrics_.observe_stage(Stage::kDecode, timings.decode_seconds);

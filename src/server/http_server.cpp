@@ -11,6 +11,7 @@
 
 #include "server/embedded_files.h"
 #include "server/extract_request.h"
+#include "rexnlu/gpu_memory.h"
 #include "rexnlu/tasks.h"
 #include "server/http_transport.h"
 
@@ -313,6 +314,11 @@ HttpResponse HttpServer::Impl::handle_info() {
                     {"max_output_bytes", config.limits.max_output_bytes},
                     {"max_sequences", config.limits.max_sequences}};
   info["auth_required"] = !config.api_key.empty();
+  Json gpus = Json::array();  // GPU memory where a model runs on a GPU (rexnlu/gpu_memory.h)
+  for (const GpuMemory& g : gpu_memory())
+    gpus.push_back({{"device", "cuda:" + std::to_string(g.device)}, {"held_bytes", g.held_bytes},
+                    {"free_bytes", g.free_bytes}, {"total_bytes", g.total_bytes}});
+  info["gpu_memory"] = std::move(gpus);
   return json_response(info);
 }
 
@@ -380,6 +386,11 @@ HttpResponse HttpServer::Impl::handle_extract(const HttpRequest& req, bool alias
     const std::string where = call.many ? "texts[" + std::to_string(i) + "]: " : "";
     if (r.error_kind == ErrorKind::kInvalidInput) return error_response(422, where + r.error, "invalid_request");
     if (r.error_kind == ErrorKind::kLimitExceeded) return error_response(422, where + r.error, "limit_exceeded");
+    if (r.error_kind == ErrorKind::kOutOfMemory) {  // the device ran out during this batch: retry, maybe smaller
+      HttpResponse res = error_response(503, where + r.error + "; retry later or with less text", "out_of_memory");
+      res.headers.emplace_back("Retry-After", "1");
+      return res;
+    }
     if (r.error_kind == ErrorKind::kCancelled && req.client_gone && req.client_gone->load()) {
       return error_response(kClientClosed, "the client went away before the answer", "client_closed");
     }

@@ -2,6 +2,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <string>
+#include <vector>
+
+#include "rexnlu/gpu_memory.h"
 
 namespace rexnlu::server {
 namespace {
@@ -149,6 +153,19 @@ std::string Metrics::render() const {
   out += "# HELP rexnlu_model_loaded 1 once the model is loaded.\n";
   out += "# TYPE rexnlu_model_loaded gauge\n";
   out += "rexnlu_model_loaded " + std::to_string(model_loaded.load()) + "\n";
+  // GPU memory (rexnlu::gpu_memory): only in a process that runs a model on a GPU.
+  if (const std::vector<GpuMemory> gpus = gpu_memory(); !gpus.empty()) {
+    const auto gauge = [&](const char* name, const char* help, auto value) {
+      out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " gauge\n";
+      for (const GpuMemory& g : gpus)
+        if (value(g) >= 0) out += std::string(name) + "{device=\"cuda:" + std::to_string(g.device) + "\"} " + std::to_string(value(g)) + "\n";
+    };
+    gauge("rexnlu_gpu_memory_held_bytes", "GPU memory rexnlu holds (weights and forward-pass scratch).",
+          [](const GpuMemory& g) { return g.held_bytes; });
+    gauge("rexnlu_gpu_memory_free_bytes", "Free memory of the GPU as the driver reports it (all processes).",
+          [](const GpuMemory& g) { return g.free_bytes; });
+    gauge("rexnlu_gpu_memory_total_bytes", "Total memory of the GPU.", [](const GpuMemory& g) { return g.total_bytes; });
+  }
   return out;
 }
 

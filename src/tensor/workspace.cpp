@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <new>
+#include <string>
+
+#include "rexnlu/error.h"
 
 namespace rexnlu {
 
@@ -18,8 +20,15 @@ Workspace::Allocator Workspace::host_allocator() {
 Workspace::Block Workspace::make_block(size_t bytes) const {
   Block b;
   b.size = round_up(std::max<size_t>(bytes, kAlign));
+  const auto mib = [](size_t n) { return std::to_string((n + (1u << 20) - 1) >> 20) + " MiB"; };
+  const size_t held = capacity_bytes();
+  if (limit_ != 0 && held + b.size > limit_)
+    throw Error(ErrorKind::kOutOfMemory, "out of memory: the forward pass needs " + mib(held + b.size) +
+                                             " of scratch " + allocator_.memory + ", over the limit of " + mib(limit_));
   auto* p = static_cast<std::byte*>(allocator_.allocate(b.size));
-  if (p == nullptr) throw std::bad_alloc();
+  if (p == nullptr)
+    throw Error(ErrorKind::kOutOfMemory, "out of memory: could not allocate " + mib(b.size) + " more of scratch " +
+                                             allocator_.memory + " for the forward pass (" + mib(held) + " held)");
   b.data = std::unique_ptr<std::byte[], Release>(p, Release{allocator_.release});
   return b;
 }
@@ -27,6 +36,7 @@ Workspace::Block Workspace::make_block(size_t bytes) const {
 void Workspace::reset() {
   if (blocks_.size() > 1 || (!blocks_.empty() && blocks_[0].size < peak_total_)) {
     blocks_.clear();  // merge: one block big enough for the largest pass so far
+    ++generation_;
     blocks_.push_back(make_block(peak_total_));
   }
   for (Block& b : blocks_) b.used = 0;
@@ -42,7 +52,17 @@ void* Workspace::alloc_bytes(size_t bytes) {
     ++current_;
   }
   if (blocks_.empty() || blocks_[current_].size - blocks_[current_].used < need) {
-    blocks_.push_back(make_block(std::max(need, peak_total_ - std::min(peak_total_, used_total_))));
+    if (used_total_ == 0 && !blocks_.empty()) blocks_.clear();  // nothing handed out yet: one new block instead
+    ++generation_;
+    try {
+      blocks_.push_back(make_block(std::max(need, peak_total_ - std::min(peak_total_, used_total_))));
+    } catch (const Error&) {
+      // Out of memory: let the next reset() make one block for what this pass needed so far,
+      // where that fits, so a retry of the same pass can get further (or through).
+      if (limit_ == 0 || used_total_ + need <= limit_) peak_total_ = std::max(peak_total_, used_total_ + need);
+      current_ = blocks_.empty() ? 0 : current_;
+      throw;
+    }
     current_ = blocks_.size() - 1;
   }
   Block& b = blocks_[current_];

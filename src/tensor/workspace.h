@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -20,6 +21,7 @@ class Workspace {
   struct Allocator {
     void* (*allocate)(size_t bytes);  // nullptr when out of memory
     void (*release)(void* p);
+    const char* memory = "host memory";  // named in the out-of-memory error
   };
   static Allocator host_allocator();
 
@@ -52,6 +54,16 @@ class Workspace {
   };
 
   size_t capacity_bytes() const;  // bytes currently reserved (for tests and stats)
+  // Changes whenever a block is allocated or freed (addresses handed out before may then differ
+  // for the same sequence of allocations; a recorded device pass must not be replayed).
+  uint64_t generation() const { return generation_; }
+  // Caps capacity_bytes() (0 = no cap). Growing past it, or an allocator returning nullptr,
+  // throws rexnlu::Error (ErrorKind::kOutOfMemory) naming the bytes and the memory. The
+  // workspace stays usable: the next reset() merges its blocks into one that also holds what
+  // the failed pass had asked for (when that is within the cap), and a pass that has not
+  // allocated yet replaces the blocks it would outgrow.
+  void set_limit(size_t bytes) { limit_ = bytes; }
+  size_t limit() const { return limit_; }
   size_t used_bytes() const { return used_total_; }
   int block_count() const { return static_cast<int>(blocks_.size()); }
 
@@ -78,6 +90,8 @@ class Workspace {
   size_t current_ = 0;
   size_t used_total_ = 0;
   size_t peak_total_ = 0;  // largest used_total_ seen so far
+  size_t limit_ = 0;
+  uint64_t generation_ = 0;
 };
 
 }  // namespace rexnlu

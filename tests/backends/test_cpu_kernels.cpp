@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "backends/cpu/disentangled_attention.h"
@@ -126,6 +127,36 @@ TEST(WorkspaceArena, SteadyStateReusesOneBlock) {
   ws.reset();
   ws.alloc<float>(1000);
   EXPECT_EQ(ws.capacity_bytes(), cap);
+}
+
+// The cap (LoadOptions::workspace_limit_bytes): growing past it is ErrorKind::kOutOfMemory naming
+// the bytes and the memory, and the workspace stays usable for passes that fit.
+TEST(WorkspaceArena, LimitFailsTheOversizedPassOnly) {
+  Workspace ws;
+  ws.set_limit(size_t{1} << 20);
+  ws.reset();
+  ws.alloc<float>(100000);  // 400 kB fits
+  try {
+    ws.alloc<float>(200000);  // 400 + 800 kB does not
+    ADD_FAILURE() << "no error past the limit";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kOutOfMemory);
+    EXPECT_NE(std::string(e.what()).find("scratch host memory, over the limit of 1 MiB"), std::string::npos) << e.what();
+  }
+  ws.reset();
+  float* p = ws.alloc<float>(200000);
+  p[199999] = 1.0f;
+  EXPECT_LE(ws.capacity_bytes(), size_t{1} << 20);
+  // An allocator that fails is reported the same way, naming its memory.
+  Workspace failing({[](size_t) -> void* { return nullptr; }, [](void*) {}, "GPU memory"});
+  failing.reset();
+  try {
+    failing.alloc<float>(16);
+    ADD_FAILURE() << "no error from a failing allocator";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kOutOfMemory);
+    EXPECT_NE(std::string(e.what()).find("scratch GPU memory"), std::string::npos) << e.what();
+  }
 }
 
 TEST(WorkspaceArena, FrameReleasesItsBuffers) {

@@ -26,6 +26,7 @@
 
 #include "backends/cpu/activations.h"
 #include "backends/cpu/conv1d.h"
+#include "backends/cuda/attention_mma.h"
 #include "backends/cuda/common.h"
 #include "backends/cuda/device.h"
 #include "backends/cuda/gemm.h"
@@ -368,11 +369,16 @@ TEST_F(Gpu, Conv1dK3MatchesCpuPerSequence) {
 }
 
 // q|k|v in one [rows, 3*H] buffer and Qr|Kr in one [rel_rows, 2*H] buffer, as the encoder holds them.
-void check_attention(const Batch& batch, int heads, int head_dim, DType t, const std::string& what) {
+// compute F16/BF16: the tensor-core kernel (attention_mma.cu), which must be the one that runs
+// here (sm_80+); the CPU sees the inputs rounded to that type, and the tolerance doubles for the
+// one extra rounding of the probabilities before P·V.
+void check_attention(const Batch& batch, int heads, int head_dim, DType t, const std::string& what,
+                     DType compute = DType::kF32) {
   const int H = heads * head_dim, rel_rows = 512;
   auto qkv = random_vec(size_t(batch.rows) * 3 * H, 19, -2.0f, 2.0f);
   auto rel = random_vec(size_t(rel_rows) * 2 * H, 20, -2.0f, 2.0f);
   round_to(qkv, t), round_to(rel, t);
+  round_to(qkv, compute), round_to(rel, compute);
   const float scale = std::sqrt(static_cast<float>(head_dim) * 3.0f);
   std::vector<float> want(size_t(batch.rows) * H);
   std::vector<float> scratch(kc::disentangled_attention_scratch_floats(batch.max_len, rel_rows));
@@ -397,8 +403,30 @@ void check_attention(const Batch& batch, int heads, int head_dim, DType t, const
   a.q = dqkv.get(), a.k = dqkv.get<char>() + H * dtype_size(t), a.v = dqkv.get<char>() + 2 * H * dtype_size(t);
   a.ld_qkv = 3 * H, a.q_rel = drel.get(), a.k_rel = drel.get<char>() + H * dtype_size(t), a.ld_rel = 2 * H;
   a.rel_rows = rel_rows, a.scale = scale, a.out = dout.get(), a.ld_out = H;
-  kg::disentangled_attention(a, nullptr);
-  expect_close(dout.floats(t), want, tolerance(t), what + " " + name(t));
+  a.compute = compute;
+  if (compute != DType::kF32) {
+    ASSERT_TRUE(kg::attention_mma_supported(a)) << what;
+    kg::disentangled_attention_mma(a, nullptr);  // whatever the grid size
+  } else {
+    kg::disentangled_attention(a, nullptr);
+  }
+  const double tol = compute == DType::kF32 ? tolerance(t) : 2 * std::max(tolerance(t), tolerance(compute));
+  expect_close(dout.floats(t), want, tol,
+               what + " " + name(t) + (compute == DType::kF32 ? "" : std::string(" mma ") + name(compute)));
+}
+
+// The tensor-core kernel: 16-bit storage, and fp32 storage (the encoder's activations) rounded
+// when staged; the prompt batch (positions restart: several relative windows per tile) and
+// L = 512 (one window per tile, clamped indices).
+TEST_F(Gpu, DisentangledAttentionTensorCoresMatchCpu) {
+  const Batch prompt({128, 77, 1, 200, 33}, 21), long_one({512}, 22, /*contiguous_positions=*/true);
+  for (DType c : {DType::kF16, DType::kBF16}) {
+    for (DType t : {c, DType::kF32}) {
+      check_attention(prompt, 12, 64, t, "attention 12x64 L=128,77,1,200,33", c);
+      check_attention(long_one, 12, 64, t, "attention 12x64 L=512 pos 0..511", c);
+      check_attention(Batch({40, 9}, 23), 4, 16, t, "attention 4x16 (tiny model)", c);
+    }
+  }
 }
 
 TEST_F(Gpu, DisentangledAttentionMatchesCpuOnPackedPromptBatch) {

@@ -303,7 +303,7 @@ TEST_P(OpsTest, PackedAttentionEqualsOneCallPerSequence) {
   a.k_rel = rel_d.ref().columns(HD, HD);
   a.position_ids = pos_d;
   a.out = packed.mutable_ref();
-  disentangled_attention(be(), a, offsets, masks);
+  disentangled_attention(be(), a, pack_sequences(be(), offsets, masks));
   for (size_t b = 0; b + 1 < offsets.size(); ++b) {
     const int64_t row0 = offsets[b], len = offsets[b + 1] - offsets[b];
     DisentangledAttention s = a;

@@ -408,6 +408,54 @@ TEST(HttpRoutes, EngineFailureIs500AndTheServiceGoesOn) {
   EXPECT_EQ(paths_of(body_json(ok)), e2e_case(kNerCases[0])["expected"]);
 }
 
+// Out of device memory during a batch (here injected as the error the backends throw) answers
+// 503 out_of_memory with Retry-After, and the next request is served.
+TEST(HttpRoutes, OutOfMemoryIs503AndTheServiceGoesOn) {
+  std::atomic<int> batches{0};
+  ServerConfig config;
+  config.before_batch = [&batches] {
+    if (batches++ == 0) throw Error(ErrorKind::kOutOfMemory, "out of memory: could not allocate 64 MiB more of scratch GPU memory");
+  };
+  TestServer s(config);
+  auto c = s.client();
+  auto failed = post(c, "/v1/extract", ner_body(kNerCases[0]));
+  ASSERT_TRUE(failed);
+  EXPECT_EQ(failed->status, 503);
+  EXPECT_EQ(failed->get_header_value("Retry-After"), "1");
+  const Json e = body_json(failed);
+  EXPECT_EQ(e["error_type"], "out_of_memory");
+  EXPECT_NE(e["error"].get<std::string>().find("64 MiB more of scratch GPU memory"), std::string::npos) << e;
+  auto ok = post(c, "/v1/extract", ner_body(kNerCases[0]));
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200);
+  EXPECT_EQ(paths_of(body_json(ok)), e2e_case(kNerCases[0])["expected"]);
+}
+
+// A real allocation failure: the engine's scratch memory capped (LoadOptions::workspace_limit_bytes,
+// --workspace-limit-mb) below what a long text needs. The long text gets 503 naming the memory,
+// a short one is still answered correctly, and /info lists no GPU on the CPU.
+TEST(HttpRoutes, WorkspaceLimitIs503ForTheBigBatchOnly) {
+  TestServer s({}, /*load_model=*/false);
+  LoadOptions options;
+  options.workspace_limit_bytes = size_t{1} << 20;
+  s.server().set_engine(std::make_unique<Engine>(Engine::load(tiny_model_dir(), options)));
+  auto c = s.client();
+  std::string long_text;
+  for (int i = 0; i < 40; ++i) long_text += "北大西洋议会春季会议26日在西班牙巴塞罗那闭幕。";
+  auto big = post(c, "/v1/extract", Json{{"text", long_text}, {"schema", {{"人物", nullptr}, {"地理位置", nullptr}}}});
+  ASSERT_TRUE(big);
+  EXPECT_EQ(big->status, 503) << big->body;
+  EXPECT_EQ(body_json(big)["error_type"], "out_of_memory");
+  EXPECT_NE(big->body.find("scratch host memory, over the limit of 1 MiB"), std::string::npos) << big->body;
+  auto ok = post(c, "/v1/extract", ner_body(kNerCases[0]));
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200) << ok->body;
+  EXPECT_EQ(paths_of(body_json(ok)), e2e_case(kNerCases[0])["expected"]);
+  auto info = c.Get("/info");
+  ASSERT_TRUE(info);
+  EXPECT_EQ(body_json(info)["gpu_memory"], Json::array());
+}
+
 TEST(HttpRoutes, ConcurrentRequestsShareOneForwardPerLevel) {
   Gate gate;
   ServerConfig config;

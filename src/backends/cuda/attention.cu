@@ -10,6 +10,7 @@
 // and P·V. fp32 arithmetic throughout (CUDA cores).
 #include <string>
 
+#include "backends/cuda/attention_mma.h"
 #include "backends/cuda/ops.h"
 #include "backends/cuda/types.cuh"
 #include "rexnlu/error.h"
@@ -234,6 +235,14 @@ void launch(const AttentionArgs& a, cudaStream_t stream) {
   check(cudaGetDevice(&device), "cuda::disentangled_attention");
   check(cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device), "cuda::disentangled_attention");
   check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cuda::disentangled_attention");
+  // The tensor-core kernel (one block per 32 queries x head x sequence) only pays once its grid
+  // covers the GPU: measured on the H200 (docs/benchmarks.md), at L=128 it took 62-70 us at
+  // batch 1 (48 blocks) against 35 us here, 74 against 121 us at batch 8, 270 against 350 at 32.
+  const long mma_blocks = static_cast<long>((a.batch.max_length + 31) / 32) * a.num_heads * a.batch.num_sequences;
+  if (a.compute != DType::kF32 && mma_blocks >= sms && attention_mma_supported(a)) {
+    disentangled_attention_mma(a, stream);
+    return;
+  }
   const long blocks16 = static_cast<long>((a.batch.max_length + 15) / 16) * a.num_heads * a.batch.num_sequences;
   const size_t smem16 = Smem<16, D>::bytes(a.batch.max_length), smem8 = Smem<8, D>::bytes(a.batch.max_length);
   if (smem16 <= static_cast<size_t>(limit) && blocks16 >= 2L * sms) {

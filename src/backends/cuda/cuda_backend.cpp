@@ -1,5 +1,6 @@
 #include "backends/cuda/cuda_backend.h"
 
+#include <cstdlib>
 #include <new>
 #include <string>
 #include <vector>
@@ -27,11 +28,7 @@ Precision checked(int index, Precision precision) {
 }
 
 Workspace::Allocator device_allocator() {
-  return {[](size_t bytes) -> void* {
-            void* p = nullptr;
-            return cudaMalloc(&p, bytes) == cudaSuccess ? p : nullptr;
-          },
-          [](void* p) { cudaFree(p); }};
+  return {[](size_t bytes) { return device_malloc(bytes); }, [](void* p) { device_free(p); }, "GPU memory"};
 }
 
 DType storage_type(Precision p) {
@@ -40,6 +37,14 @@ DType storage_type(Precision p) {
 
 }  // namespace
 
+struct CudaBackend::Graph {
+  cudaGraphExec_t exec = nullptr;
+  uint64_t generation = 0;
+  ~Graph() {
+    if (exec) cudaGraphExecDestroy(exec);
+  }
+};
+
 CudaBackend::CudaBackend(int device_index, Precision precision)
     : Backend(Device::kCuda, checked(device_index, precision), device_allocator()), index_(device_index) {
   name_ = cuda::describe(probe_device(index_));
@@ -47,9 +52,12 @@ CudaBackend::CudaBackend(int device_index, Precision precision)
   blas_ = std::make_unique<Blas>();
   blas_workspace_bytes_ = kBlasWorkspaceBytes;
   blas_workspace_ = allocate_persistent(blas_workspace_bytes_);
+  const char* graphs = std::getenv("REXNLU_CUDA_GRAPHS");
+  graphs_enabled_ = graphs == nullptr || std::string(graphs) != "0";
 }
 
 CudaBackend::~CudaBackend() {
+  graphs_.clear();
   if (stream_) {
     cudaStreamSynchronize(stream_);
     cudaStreamDestroy(stream_);
@@ -69,6 +77,40 @@ std::string CudaBackend::describe() const {
 void CudaBackend::begin_pass() {
   check(cudaSetDevice(index_), "cudaSetDevice");
   Backend::begin_pass();
+}
+
+void CudaBackend::run_recorded(const std::string& key, const std::function<void()>& body) {
+  const Workspace::Frame frame(workspace());
+  const uint64_t generation = workspace().generation();
+  if (!graphs_enabled_) return body();
+  if (auto it = graphs_.find(key); it != graphs_.end()) {
+    if (it->second->generation == generation) {
+      check(cudaGraphLaunch(it->second->exec, stream_), "CudaBackend::run_recorded (launch)");
+      return;
+    }
+    graphs_.erase(it);  // the workspace moved: the recorded addresses are stale
+  }
+  if (passes_seen_.size() > 4096) passes_seen_.clear();
+  if (passes_seen_[key]++ == 0) return body();  // first pass of this shape: plans, workspace growth
+  if (graphs_.size() >= 64) graphs_.clear();  // bounded: shapes come and go
+  cudaGraph_t graph = nullptr;
+  check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed), "CudaBackend::run_recorded (capture)");
+  try {
+    body();
+  } catch (...) {
+    cudaStreamEndCapture(stream_, &graph);
+    if (graph) cudaGraphDestroy(graph);
+    cudaGetLastError();
+    throw;
+  }
+  check(cudaStreamEndCapture(stream_, &graph), "CudaBackend::run_recorded (end capture)");
+  auto g = std::make_unique<Graph>();
+  g->generation = generation;
+  const cudaError_t made = cudaGraphInstantiate(&g->exec, graph, 0);
+  cudaGraphDestroy(graph);
+  check(made, "CudaBackend::run_recorded (instantiate)");
+  check(cudaGraphLaunch(g->exec, stream_), "CudaBackend::run_recorded (launch)");
+  if (workspace().generation() == generation) graphs_[key] = std::move(g);
 }
 
 ConstTensorRef CudaBackend::upload(ConstTensorRef host) {
@@ -115,8 +157,10 @@ Linear CudaBackend::make_linear(ConstTensorRef weight, ConstTensorRef bias) {
   convert_from_f32(reinterpret_cast<const float*>(f32.ref().data), type, r.data, static_cast<size_t>(weight.numel()),
                    stream_);
   check(cudaStreamSynchronize(stream_), "CudaBackend::make_linear");
-  return Linear{Tensor(std::move(storage), r), bias.empty() ? Tensor() : copy_of(bias), Tensor()};
+  return Linear{Tensor(std::move(storage), r), bias.empty() ? Tensor() : copy_of(bias), Tensor(), Tensor()};
 }
+
+DType CudaBackend::compute_type() const { return storage_type(precision()); }
 
 void CudaBackend::gemm(const GemmArgs& args) {
   blas_->gemm(args, blas_workspace_.get(), blas_workspace_bytes_, stream_);
@@ -143,12 +187,11 @@ DeviceBatch CudaBackend::one_sequence(int length, const int32_t* positions, cons
 }
 
 std::shared_ptr<void> CudaBackend::allocate_persistent(size_t bytes) {
-  void* p = nullptr;
-  if (const cudaError_t e = cudaMalloc(&p, bytes == 0 ? 256 : bytes); e != cudaSuccess) {
-    cudaGetLastError();  // out of memory is not sticky: clear it so later calls do not report it
-    throw std::bad_alloc();
-  }
-  return std::shared_ptr<void>(p, [](void* q) { cudaFree(q); });
+  void* p = device_malloc(bytes == 0 ? 256 : bytes);
+  if (p == nullptr)
+    throw Error(ErrorKind::kOutOfMemory, "out of memory: could not allocate " + std::to_string(bytes) +
+                                             " bytes of GPU memory on cuda:" + std::to_string(index_));
+  return std::shared_ptr<void>(p, [](void* q) { device_free(q); });
 }
 
 void CudaBackend::copy_from_host(const void* host, void* device, size_t bytes) {

@@ -10,6 +10,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -31,12 +33,20 @@ class CudaBackend final : public Backend {
 
   std::string describe() const override;
   void begin_pass() override;  // also makes this GPU current on the calling thread
+  // CUDA graphs: the first pass with a key runs body (plans made, workspace grown), the second
+  // is captured into a graph and launched, later ones launch the graph while the workspace
+  // keeps its blocks (Workspace::generation). REXNLU_CUDA_GRAPHS=0 turns this off.
+  void run_recorded(const std::string& key, const std::function<void()>& body) override;
+  size_t recorded_graphs() const { return graphs_.size(); }
   ConstTensorRef upload(ConstTensorRef host) override;
   TensorRef output_for(TensorRef host) override;
   void download(ConstTensorRef src, TensorRef host) override;
   Linear make_linear(ConstTensorRef weight, ConstTensorRef bias) override;
 
   cudaStream_t stream() const { return stream_; }
+  // The arithmetic type of --precision: F32, F16 or BF16 (the weights' storage type, and the
+  // tensor-core type of the attention products).
+  DType compute_type() const;
   // Enqueues a product on the stream with this backend's cuBLASLt workspace.
   void gemm(const GemmArgs& args);
   // One packed sequence of `length` rows as a DeviceBatch (offsets in the workspace: call inside
@@ -54,6 +64,10 @@ class CudaBackend final : public Backend {
   std::unique_ptr<Blas> blas_;
   std::shared_ptr<void> blas_workspace_;
   size_t blas_workspace_bytes_ = 0;
+  struct Graph;
+  std::map<std::string, std::unique_ptr<Graph>> graphs_;
+  std::map<std::string, int> passes_seen_;
+  bool graphs_enabled_ = true;
 };
 
 }  // namespace rexnlu::backends::cuda

@@ -4,7 +4,10 @@
 #include <dlfcn.h>
 
 #include <cstdio>
+#include <map>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 
 namespace rexnlu::backends::cuda {
 
@@ -12,7 +15,53 @@ namespace {
 
 std::string version_string(int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
 
+// rexnlu's live device allocations: pointer -> (device, bytes), and the sum per device.
+struct Tracker {
+  std::mutex mutex;
+  std::unordered_map<void*, std::pair<int, size_t>> blocks;
+  std::map<int, int64_t> held;
+};
+Tracker& tracker() {
+  static Tracker* t = new Tracker;  // never destroyed: frees may run during static destruction
+  return *t;
+}
+
 }  // namespace
+
+void* device_malloc(size_t bytes) {
+  void* p = nullptr;
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess || cudaMalloc(&p, bytes) != cudaSuccess) {
+    cudaGetLastError();  // out of memory is not sticky: clear it so later checks do not report it
+    return nullptr;
+  }
+  Tracker& t = tracker();
+  const std::lock_guard lock(t.mutex);
+  t.blocks[p] = {device, bytes};
+  t.held[device] += static_cast<int64_t>(bytes);
+  return p;
+}
+
+void device_free(void* p) {
+  if (p == nullptr) return;
+  {
+    Tracker& t = tracker();
+    const std::lock_guard lock(t.mutex);
+    if (auto it = t.blocks.find(p); it != t.blocks.end()) {
+      t.held[it->second.first] -= static_cast<int64_t>(it->second.second);
+      t.blocks.erase(it);
+    }
+  }
+  cudaFree(p);
+}
+
+std::vector<TrackedMemory> tracked_memory() {
+  Tracker& t = tracker();
+  const std::lock_guard lock(t.mutex);
+  std::vector<TrackedMemory> out;
+  for (const auto& [device, bytes] : t.held) out.push_back({device, bytes});
+  return out;
+}
 
 DeviceInfo probe_device(int index) {
   DeviceInfo info;

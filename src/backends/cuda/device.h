@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 namespace rexnlu::backends::cuda {
 
@@ -18,6 +20,17 @@ struct DeviceInfo {
 };
 
 DeviceInfo probe_device(int index);
+
+// cudaMalloc / cudaFree on the current device that keep count of rexnlu's bytes per device
+// (tracked_memory(), for rexnlu::gpu_memory). device_malloc returns nullptr when the device is
+// out of memory and clears that error, so that later launch checks do not report it.
+void* device_malloc(size_t bytes);
+void device_free(void* p);
+struct TrackedMemory {
+  int device;
+  int64_t held_bytes;
+};
+std::vector<TrackedMemory> tracked_memory();  // devices that ever held an allocation
 
 // One line for logs: "NVIDIA H200 (sm_90, 132 SMs, 139.8 GiB), CUDA runtime 13.0, driver 13.0".
 std::string describe(const DeviceInfo& info);

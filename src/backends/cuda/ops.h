@@ -46,6 +46,11 @@ void conv1d_k3_combine(DType type, const void* taps, const DeviceBatch& batch, i
 // leave shared memory (no L x L or L x 2k tensor in global memory).
 struct AttentionArgs {
   DType type = DType::kF32;  // of q, k, v, q_rel, k_rel, out
+  // Arithmetic of the products. F32: CUDA cores, any storage type. F16 / BF16: tensor cores
+  // (attention_mma.cu: sm_80+, head_dim 64 or 16, storage F32 or the same type; the inputs are
+  // rounded to it when staged and the probabilities once more before P·V) where its grid fills
+  // the GPU (at least one block per multiprocessor), else the F32 kernel.
+  DType compute = DType::kF32;
   DeviceBatch batch;
   int num_heads = 0;
   int head_dim = 0;  // 16, 32, 64 or 128

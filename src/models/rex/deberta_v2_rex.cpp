@@ -54,31 +54,58 @@ DebertaV2RexEncoder::DebertaV2RexEncoder(const rex::ModelConfig& c, WeightLoader
 
 void DebertaV2RexEncoder::forward(backends::Backend& be, const PackedBatch& batch, TensorRef h) const {
   const int64_t T = batch.rows(), H = hidden_;
-  // Embeddings: word embedding + LayerNorm. No position or token-type embeddings, and the
-  // Rex variant multiplies by a mask of ones (a no-op).
+  // Everything the layers read from the host goes to the device first, so that the layers
+  // themselves are device work only (a GPU records them once per shape and replays them).
   const ConstTensorRef ids = be.upload(host_ref(batch.ids.data(), {T}));
   const ConstTensorRef positions = be.upload(host_ref(batch.position_ids.data(), {T}));
   std::vector<ConstTensorRef> masks;
+  std::string key = "rex";
   for (int b = 0; b < batch.num_sequences(); ++b) {
     const int64_t L = batch.length(b);
     masks.push_back(be.upload(host_ref(batch.masks[b], {L, L})));
+    key += ' ';
+    key += std::to_string(L);
   }
+  const ops::PackedSequences seqs = ops::pack_sequences(be, batch.offsets, masks);
+  const std::vector<uint8_t> keep_host = input_mask(batch);  // upload() may refer to it (CPU)
+  const ConstTensorRef keep = be.upload(host_ref(keep_host.data(), {T}));
   const TensorRef emb = be.alloc(DType::kF32, {T, H});
-  ops::embedding(be, word_embeddings_, ids, emb);
-  ops::layer_norm(be, emb, {}, emb_ln_, emb);
-
-  ops::copy(be, emb, h);
-  for (size_t l = 0; l < layers_.size(); ++l) {
-    if (forward_cancelled()) throw ForwardCancelled();  // the caller gave up (deadline, drain)
-    run_layer(be, layers_[l], batch, positions, masks, h);
-    if (l == 0) run_conv(be, batch, emb, h);
-  }
+  if (forward_cancelled()) throw ForwardCancelled();
+  be.run_recorded(key, [&] {
+    // Embeddings: word embedding + LayerNorm. No position or token-type embeddings, and the
+    // Rex variant multiplies by a mask of ones (a no-op).
+    ops::embedding(be, word_embeddings_, ids, emb);
+    ops::layer_norm(be, emb, {}, emb_ln_, emb);
+    ops::copy(be, emb, h);
+    for (size_t l = 0; l < layers_.size(); ++l) {
+      // The caller gave up (deadline, drain): checked between layers when the pass runs here
+      // (not inside a replayed recording, which runs all layers at once).
+      if (forward_cancelled()) throw ForwardCancelled();
+      run_layer(be, layers_[l], seqs, positions, h);
+      if (l == 0) run_conv(be, seqs, keep, emb, h);
+    }
+  });
 }
 
-void DebertaV2RexEncoder::run_layer(backends::Backend& be, const Layer& L, const PackedBatch& batch,
-                                    ConstTensorRef positions, const std::vector<ConstTensorRef>& masks,
-                                    TensorRef h) const {
-  const int64_t T = batch.rows(), H = hidden_;
+std::vector<uint8_t> DebertaV2RexEncoder::input_mask(const PackedBatch& batch) {
+  const int64_t T = batch.rows();
+  std::vector<uint8_t> keep_host(static_cast<size_t>(T));
+  for (int b = 0; b < batch.num_sequences(); ++b) {
+    const int64_t row0 = batch.offset(b);
+    const int len = batch.length(b);
+    const uint8_t* m = batch.masks[b];
+    for (int j = 0; j < len; ++j) {
+      bool any = false;
+      for (int i = 0; i < len && !any; ++i) any = m[static_cast<size_t>(i) * len + j] != 0;
+      keep_host[static_cast<size_t>(row0 + j)] = any ? 1 : 0;
+    }
+  }
+  return keep_host;
+}
+
+void DebertaV2RexEncoder::run_layer(backends::Backend& be, const Layer& L, const ops::PackedSequences& seqs,
+                                    ConstTensorRef positions, TensorRef h) const {
+  const int64_t T = seqs.rows(), H = hidden_;
   const Workspace::Frame frame(be.workspace());  // this layer's buffers are free again for the next layer
   const TensorRef qkv = project_qkv(be, L.w, h);
 
@@ -93,31 +120,17 @@ void DebertaV2RexEncoder::run_layer(backends::Backend& be, const Layer& L, const
   a.k_rel = L.rel_qk.ref().columns(H, H);
   a.position_ids = positions;
   a.out = ctx;
-  ops::disentangled_attention(be, a, batch.offsets, masks);
+  ops::disentangled_attention(be, a, seqs);
 
   attention_output_and_ffn(be, L.w, ctx, h);
 }
 
-void DebertaV2RexEncoder::run_conv(backends::Backend& be, const PackedBatch& batch, ConstTensorRef emb,
-                                   TensorRef h) const {
-  const int64_t T = batch.rows(), H = hidden_;
+void DebertaV2RexEncoder::run_conv(backends::Backend& be, const ops::PackedSequences& seqs, ConstTensorRef keep,
+                                   ConstTensorRef emb, TensorRef h) const {
+  const int64_t T = seqs.rows(), H = hidden_;
   const Workspace::Frame frame(be.workspace());
   const TensorRef conv = be.alloc(DType::kF32, {T, H});
-  // input_mask per token: its column of the 2D mask has a 1 (computed on the host from the input).
-  std::vector<uint8_t> keep_host(static_cast<size_t>(T));
-  for (int b = 0; b < batch.num_sequences(); ++b) {
-    const int64_t row0 = batch.offset(b);
-    const int len = batch.length(b);
-    // Per sequence, so the zero padding of the k=3 conv sits at the sequence's own ends.
-    ops::conv1d_k3(be, emb.slice(row0, len), conv_, conv.slice(row0, len));
-    const uint8_t* m = batch.masks[b];
-    for (int j = 0; j < len; ++j) {
-      bool any = false;
-      for (int i = 0; i < len && !any; ++i) any = m[static_cast<size_t>(i) * len + j] != 0;
-      keep_host[static_cast<size_t>(row0 + j)] = any ? 1 : 0;
-    }
-  }
-  const ConstTensorRef keep = be.upload(host_ref(keep_host.data(), {T}));
+  ops::conv1d_k3(be, emb, conv_, conv, seqs);  // zero padding at each sequence's own ends
   ops::zero_rows(be, conv, keep);
   ops::gelu_erf(be, conv);
   // h = LayerNorm(h + gelu(conv)) * input_mask

@@ -12,6 +12,7 @@
 #include "models/rex/packed_batch.h"
 #include "models/weight_loader.h"
 #include "ops/conv1d.h"
+#include "ops/packed_sequences.h"
 #include "tensor/tensor.h"
 
 namespace rexnlu::models {
@@ -35,9 +36,12 @@ class DebertaV2RexEncoder {
     Tensor rel_qk;  // [rel_rows, 2H]: Qr|Kr = query/key_proj(R), constant (computed at load)
   };
 
-  void run_layer(backends::Backend& be, const Layer& layer, const PackedBatch& batch, ConstTensorRef positions,
-                 const std::vector<ConstTensorRef>& masks, TensorRef h) const;
-  void run_conv(backends::Backend& be, const PackedBatch& batch, ConstTensorRef emb, TensorRef h) const;
+  void run_layer(backends::Backend& be, const Layer& layer, const ops::PackedSequences& seqs, ConstTensorRef positions,
+                 TensorRef h) const;
+  void run_conv(backends::Backend& be, const ops::PackedSequences& seqs, ConstTensorRef keep, ConstTensorRef emb,
+                TensorRef h) const;
+  // input_mask per token (host, [rows]): 1 where the token's column of its 2D mask has a 1.
+  static std::vector<uint8_t> input_mask(const PackedBatch& batch);
 
   int hidden_ = 0, heads_ = 0, intermediate_ = 0, rel_rows_ = 0, vocab_rows_ = 0;
   float scale_ = 1.0f;

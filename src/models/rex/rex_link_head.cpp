@@ -1,5 +1,7 @@
 #include "models/rex/rex_link_head.h"
 
+#include <vector>
+
 #include "ops/linear.h"
 #include "ops/rotary.h"
 #include "rexnlu/error.h"
@@ -23,15 +25,28 @@ void RexLinkHead::forward(backends::Backend& be, const PackedBatch& batch, Const
   ops::rotary_interleaved(be, qk.columns(0, H), positions, freqs_);
   ops::rotary_interleaved(be, qk.columns(H, H), positions, freqs_);
 
-  out.resize(batch.num_sequences());
+  // Every sequence's L x L block into one buffer, copied back once (one wait for the device, not
+  // one per sequence; on the CPU the products write the staging buffer directly).
+  int64_t total = 0;
+  for (int b = 0; b < batch.num_sequences(); ++b) total += int64_t{batch.length(b)} * batch.length(b);
+  std::vector<float> staging(static_cast<size_t>(total));
+  const TensorRef host = host_ref(staging.data(), {total});
+  const TensorRef z = be.output_for(host);
+  int64_t at = 0;
   for (int b = 0; b < batch.num_sequences(); ++b) {
     const int64_t L = batch.length(b);
     const TensorRef seq = qk.slice(batch.offset(b), L);
-    out[b].resize(static_cast<size_t>(L * L));
-    const TensorRef host = host_ref(out[b].data(), {L, L});
-    const TensorRef z = be.output_for(host);
-    ops::gemm(be, seq.columns(0, H), seq.columns(H, H), true, 1.0f, 0.0f, z);
-    be.download(z, host);
+    const TensorRef zb(z.data + at * static_cast<int64_t>(sizeof(float)), DType::kF32, {L, L}, z.device);
+    ops::gemm(be, seq.columns(0, H), seq.columns(H, H), true, 1.0f, 0.0f, zb);
+    at += L * L;
+  }
+  be.download(z, host);
+  out.resize(batch.num_sequences());
+  at = 0;
+  for (int b = 0; b < batch.num_sequences(); ++b) {
+    const int64_t n = int64_t{batch.length(b)} * batch.length(b);
+    out[b].assign(staging.begin() + at, staging.begin() + at + n);
+    at += n;
   }
 }
 

@@ -1,0 +1,51 @@
+#include "ops/packed_sequences.h"
+
+#include <algorithm>
+
+#include "ops/check.h"
+
+namespace rexnlu::ops {
+
+PackedSequences pack_sequences(backends::Backend& be, std::vector<int64_t> offsets, std::vector<ConstTensorRef> masks) {
+  constexpr const char* op = "pack_sequences";
+  const size_t B = masks.size();
+  detail::expect(B > 0 && offsets.size() == B + 1 && offsets.front() == 0, op,
+                 "offsets must hold 0 and one end per sequence");
+  PackedSequences s;
+  for (size_t b = 0; b < B; ++b) {
+    const int64_t L = offsets[b + 1] - offsets[b];
+    detail::expect(L > 0, op, "empty sequence");
+    detail::expect_vector(op, "mask", masks[b], DType::kU8, L * L, be);
+    s.max_length = std::max(s.max_length, detail::to_int(L));
+  }
+  s.offsets = std::move(offsets);
+  s.masks = std::move(masks);
+  if (be.device() != Device::kCpu) {
+    // Offsets as the kernels read them; masks addressed from the lowest one (one address space).
+    s.mask_base = s.masks[0].data;
+    for (const ConstTensorRef& m : s.masks) s.mask_base = std::min(s.mask_base, m.data);
+    const std::vector<int32_t> offsets32(s.offsets.begin(), s.offsets.end());
+    std::vector<int64_t> mask_offsets(B);
+    for (size_t b = 0; b < B; ++b) mask_offsets[b] = s.masks[b].data - s.mask_base;
+    s.device_offsets = be.upload(host_ref(offsets32.data(), {static_cast<int64_t>(B + 1)}));
+    s.device_mask_offsets = be.upload(ConstTensorRef(reinterpret_cast<const std::byte*>(mask_offsets.data()),
+                                                     DType::kI64, {static_cast<int64_t>(B)}));
+  }
+  return s;
+}
+
+#if REXNLU_HAVE_CUDA
+backends::cuda::DeviceBatch device_batch(const PackedSequences& s, const int32_t* position_ids) {
+  backends::cuda::DeviceBatch b;
+  b.num_sequences = s.num_sequences();
+  b.max_length = s.max_length;
+  b.rows = detail::to_int(s.rows());
+  b.offsets = s.device_offsets.i32();
+  b.mask_offsets = reinterpret_cast<const int64_t*>(s.device_mask_offsets.data);
+  b.position_ids = position_ids;
+  b.masks = reinterpret_cast<const uint8_t*>(s.mask_base);
+  return b;
+}
+#endif
+
+}  // namespace rexnlu::ops
