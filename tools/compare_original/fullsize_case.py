@@ -65,6 +65,19 @@ def tensor_list():
     return t
 
 
+def initial_values(name, shape, u):
+    """A tensor's values from its uniform draws u in [-1, 1): LayerNorm gains near 1, small biases,
+    embeddings as drawn, Linear / Conv1d weights scaled by fan-in (activations stay O(1))."""
+    if "LayerNorm.weight" in name:
+        return 1.0 + 0.1 * u
+    if name.endswith(".bias"):
+        return 0.1 * u
+    if "embeddings" in name:
+        return u
+    fan_in = int(np.prod(shape[1:]))
+    return u * np.sqrt(3.0 / fan_in)
+
+
 def make_weights():
     out = {}
     for stream, (name, shape) in enumerate(tensor_list()):
@@ -73,15 +86,8 @@ def make_weights():
         if name == "rotary_emb.freqs":  # as RotaryEmbedding computes it, in float32
             h = CONFIG["hidden_size"]
             v = (1.0 / (np.float32(10000) ** (np.arange(0, h, 2, dtype=np.float32) / np.float32(h)))).astype(np.float32)
-        elif "LayerNorm.weight" in name:
-            v = 1.0 + 0.1 * u
-        elif name.endswith(".bias"):
-            v = 0.1 * u
-        elif "embeddings" in name:
-            v = u
-        else:  # Linear / Conv1d weight: fan-in scaling keeps activations O(1)
-            fan_in = int(np.prod(shape[1:]))
-            v = u * np.sqrt(3.0 / fan_in)
+        else:
+            v = initial_values(name, shape, u)
         out[name] = np.asarray(v, dtype=np.float32).reshape(shape)
     return out
 

@@ -19,7 +19,7 @@ import sys
 
 import numpy as np
 
-from fullsize_case import layer_tensors, uniform, write_safetensors
+from fullsize_case import initial_values, layer_tensors, uniform, write_safetensors
 
 CONFIG = {
     "model_type": "bert", "architectures": ["SiameseUieModel"], "vocab_size": 21128, "hidden_size": 768,
@@ -51,16 +51,10 @@ def make_weights():
         u = uniform(stream + 5001, int(np.prod(shape)))
         if name in ("head_clsf.bias", "tail_clsf.bias"):
             v = np.full(shape, 0.2)
-        elif "LayerNorm.weight" in name:
-            v = 1.0 + 0.1 * u
-        elif name.endswith(".bias"):
-            v = 0.1 * u
-        elif "embeddings" in name:
-            v = u
         elif "attention.output.dense.weight" in name:  # small: tokens stay apart through 12 layers
-            v = 0.2 * u * np.sqrt(3.0 / shape[1])
-        else:  # Linear weight: fan-in scaling keeps activations O(1)
-            v = u * np.sqrt(3.0 / shape[1])
+            v = initial_values(name, shape, 0.2 * u)
+        else:
+            v = initial_values(name, shape, u)
         out[name] = np.asarray(v, dtype=np.float32).reshape(shape)
     return out
 
