@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <limits>
 #include <memory>
 #include <random>
@@ -517,6 +518,7 @@ std::vector<float> bf16_linear(const std::vector<float>& x, const std::vector<fl
 TEST(BF16Linear, MatchesFp32OnBf16RoundedInputs) {
   // x and W rounded to bf16 give exact fp32 operands; the only error left is fp32 summation (and
   // oneDNN's order of it): relative 1e-5 of the sum of |terms| over K <= 300.
+  std::printf("bf16 kernel here: %s\n", backends::cpu::bf16_kernel_name());
   for (auto [rows, in, out] : {std::tuple{9, 33, 70}, {37, 200, 300}, {3, 300, 17}}) {
     auto x = random_vec(size_t(rows) * in, 80, -2.0f, 3.0f), w = random_vec(size_t(out) * in, 81), b = random_vec(out, 82);
     const bool bias = in != 300;  // one shape without bias
