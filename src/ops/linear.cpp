@@ -1,6 +1,7 @@
 #include "ops/linear.h"
 
 #include "backends/cpu/gemm.h"
+#include "backends/cpu/gemm_bf16.h"
 #include "backends/cpu/gemm_int8.h"
 #include "ops/check.h"
 #if REXNLU_HAVE_CUDA
@@ -72,6 +73,15 @@ void linear(backends::Backend& be, ConstTensorRef x, const Linear& w, TensorRef 
         void* scratch = be.workspace().alloc<std::byte>(backends::cpu::linear_int8_scratch_bytes(rows, in));
         backends::cpu::linear_int8(x.f32(), rows, in, reinterpret_cast<const int8_t*>(W.data), w.scale.ref().f32(),
                                    w.scaled_sum.ref().f32(), bias, out, y.f32(), to_int(y.ld()), scratch);
+        return;
+      }
+      if (W.dtype == DType::kBF16) {  // --precision bf16 (backends/cpu/gemm_bf16.h)
+        detail::expect_matrix(op, "W", W, DType::kBF16, be);
+        detail::expect(W.ld() == W.cols(), op, "W must be contiguous");
+        const Workspace::Frame frame(be.workspace());
+        void* scratch = be.workspace().alloc<std::byte>(backends::cpu::linear_bf16_scratch_bytes(rows, in, out));
+        backends::cpu::linear_bf16(x.f32(), rows, in, reinterpret_cast<const uint16_t*>(W.data), bias, out, y.f32(),
+                                   to_int(y.ld()), scratch);
         return;
       }
       detail::expect_matrix(op, "W", W, DType::kF32, be);

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <limits>
 #include <memory>
 #include <random>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "backends/cpu/gemm_bf16.h"
 #include "backends/cpu/gemm_int8.h"
 #include "ops/activations.h"
 #include "ops/attention.h"
@@ -370,8 +372,8 @@ TEST(Backends, UnsupportedDeviceOrPrecisionIsAClearError) {
     EXPECT_EQ(std::string(e.what()), "device cuda: this build has no CUDA backend");
 #endif
   }
-  // bf16 on the CPU is not implemented (issue 14 item 2 is open): refused like fp16, naming it.
-  for (Precision p : {Precision::kFloat16, Precision::kBFloat16}) {
+  // fp16 on the CPU is not implemented: refused, naming it (bf16 is: BF16Linear below).
+  for (Precision p : {Precision::kFloat16}) {
     try {
       backends::make_backend(LoadOptions{Device::kCpu, p, 0});
       FAIL() << "no error";
@@ -483,6 +485,94 @@ TEST(Int8Linear, OutSliceKeepsTheScalesOfItsChannels) {
   const std::vector<double> want = int8_reference(x, w, b, rows, in, out, backends::cpu::activation_levels());
   for (int r = 0; r < rows; ++r)
     for (int o = 0; o < 16; ++o) ASSERT_NEAR(y[r * 16 + o], want[r * out + 16 + o], 1e-4 * std::max(1.0, std::abs(want[r * out + 16 + o])));
+}
+
+// ---- --precision bf16 on the CPU (backends/cpu/gemm_bf16.h)
+
+TEST(BF16Linear, RoundsToNearestEven) {
+  using backends::cpu::from_bf16;
+  using backends::cpu::to_bf16;
+  EXPECT_EQ(to_bf16(1.0f), 0x3f80);
+  EXPECT_EQ(to_bf16(1.0f + 0x1p-8f), 0x3f80);              // tie, even stays
+  EXPECT_EQ(to_bf16(1.0f + 0x1p-7f + 0x1p-8f), 0x3f82);    // tie, odd rounds up
+  EXPECT_EQ(to_bf16(1.0f + 0x1p-8f + 0x1p-20f), 0x3f81);   // above the tie
+  EXPECT_EQ(to_bf16(-2.5f), 0xc020);
+  EXPECT_EQ(to_bf16(std::numeric_limits<float>::infinity()), 0x7f80);
+  EXPECT_TRUE(std::isnan(from_bf16(to_bf16(std::numeric_limits<float>::quiet_NaN()))));
+  EXPECT_EQ(from_bf16(to_bf16(3.0f)), 3.0f);
+}
+
+// y = x W^T + b through the bf16 backend, into rows of width ldy prefilled with 42.
+std::vector<float> bf16_linear(const std::vector<float>& x, const std::vector<float>& w, const std::vector<float>& b,
+                               int rows, int in, int out, int ldy) {
+  auto be = backends::make_backend(LoadOptions{Device::kCpu, Precision::kBFloat16, 0});
+  EXPECT_NE(be->describe().find("bf16"), std::string::npos) << be->describe();
+  be->begin_pass();
+  const Linear l = be->make_linear(host_ref(w.data(), {out, in}), b.empty() ? ConstTensorRef() : host_ref(b.data(), {out}));
+  EXPECT_EQ(l.weight.ref().dtype, DType::kBF16);
+  std::vector<float> y(size_t(rows) * ldy, 42.0f);
+  linear(*be, host_ref(x.data(), {rows, in}), l, host_ref(y.data(), {rows, ldy}).columns(0, out));
+  return y;
+}
+
+TEST(BF16Linear, MatchesFp32OnBf16RoundedInputs) {
+  // x and W rounded to bf16 give exact fp32 operands; the only error left is fp32 summation (and
+  // oneDNN's order of it): relative 1e-5 of the sum of |terms| over K <= 300.
+  std::printf("bf16 kernel here: %s\n", backends::cpu::bf16_kernel_name());
+  for (auto [rows, in, out] : {std::tuple{9, 33, 70}, {37, 200, 300}, {3, 300, 17}}) {
+    auto x = random_vec(size_t(rows) * in, 80, -2.0f, 3.0f), w = random_vec(size_t(out) * in, 81), b = random_vec(out, 82);
+    const bool bias = in != 300;  // one shape without bias
+    const int ldy = out + 5;
+    const std::vector<float> got = bf16_linear(x, w, bias ? b : std::vector<float>{}, rows, in, out, ldy);
+    for (int m = 0; m < rows; ++m) {
+      for (int n = 0; n < out; ++n) {
+        double s = bias ? b[n] : 0.0, mag = std::abs(s);
+        for (int k = 0; k < in; ++k) {
+          const double t = double(backends::cpu::from_bf16(backends::cpu::to_bf16(x[m * in + k]))) *
+                           backends::cpu::from_bf16(backends::cpu::to_bf16(w[n * in + k]));
+          s += t;
+          mag += std::abs(t);
+        }
+        ASSERT_NEAR(got[m * ldy + n], s, 1e-5 * mag + 1e-6) << "row " << m << " col " << n;
+      }
+      for (int n = out; n < ldy; ++n) ASSERT_EQ(got[m * ldy + n], 42.0f) << "wrote past the output width";
+    }
+  }
+}
+
+TEST(BF16Linear, StaysWithinTheRoundingBoundOfFp32) {
+  // Each operand errs by at most 2^-9 relative (8-bit mantissa, round to nearest), so each term
+  // by (2^-9 + 2^-9 + 2^-18) |x w|; the RMS error relative to the RMS output is far below int8's.
+  const int rows = 37, in = 200, out = 300;
+  auto x = random_vec(size_t(rows) * in, 90, -3.0f, 1.0f), w = random_vec(size_t(out) * in, 91), b = random_vec(out, 92);
+  const std::vector<float> got = bf16_linear(x, w, b, rows, in, out, out);
+  double err2 = 0, ref2 = 0;
+  for (int m = 0; m < rows; ++m)
+    for (int n = 0; n < out; ++n) {
+      double s = b[n], bound = 0;
+      for (int k = 0; k < in; ++k) {
+        s += double(x[m * in + k]) * w[n * in + k];
+        bound += (0x1p-8 + 0x1p-18) * std::abs(double(x[m * in + k]) * w[n * in + k]);
+      }
+      const double e = got[m * out + n] - s;
+      ASSERT_LE(std::abs(e), bound + 1e-5) << "row " << m << " col " << n;
+      err2 += e * e;
+      ref2 += s * s;
+    }
+  EXPECT_LT(std::sqrt(err2 / ref2), 0.005);
+}
+
+TEST(BF16Linear, OutSliceReadsItsOwnRows) {
+  const int rows = 4, in = 16, out = 48;
+  auto x = random_vec(size_t(rows) * in, 95), w = random_vec(size_t(out) * in, 96), b = random_vec(out, 97);
+  auto be = backends::make_backend(LoadOptions{Device::kCpu, Precision::kBFloat16, 0});
+  be->begin_pass();
+  const Linear full = be->make_linear(host_ref(w.data(), {out, in}), host_ref(b.data(), {out}));
+  std::vector<float> y(size_t(rows) * 16);
+  linear(*be, host_ref(x.data(), {rows, in}), full.out_slice(16, 16), host_ref(y.data(), {rows, 16}));
+  const std::vector<float> want = bf16_linear(x, w, b, rows, in, out, out);
+  for (int r = 0; r < rows; ++r)
+    for (int o = 0; o < 16; ++o) ASSERT_NEAR(y[r * 16 + o], want[r * out + 16 + o], 1e-5 * std::max(1.0f, std::abs(want[r * out + 16 + o])));
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <new>
 
 #include "backends/cpu/gemm.h"
+#include "backends/cpu/gemm_bf16.h"
 #include "backends/cpu/gemm_int8.h"
 #include "rexnlu/error.h"
 
@@ -21,8 +22,12 @@ void check_precision(Precision precision) {
       if (!int8_available())
         throw InputError("precision int8: this build has no int8 gemm (it needs the oneDNN build, REXNLU_BLAS=dnnl)");
       return;
+    case Precision::kBFloat16:
+      if (!bf16_available())
+        throw InputError("precision bf16: this build has no bf16 matmul (it needs the oneDNN build, REXNLU_BLAS=dnnl)");
+      return;
     default:
-      throw InputError("precision " + name + ": the CPU backend runs fp32 and int8 only (bf16 / fp16 weights are not implemented)");
+      throw InputError("precision " + name + ": the CPU backend runs fp32, int8 and bf16 only (fp16 is not implemented)");
   }
 }
 
@@ -35,22 +40,28 @@ std::string CpuBackend::describe() const {
   if (precision() == Precision::kInt8)
     return s + "oneDNN u8 x s8 gemm (" + dnnl_isa_name() + ", activations " + std::to_string(activation_levels()) +
            " levels per token)";
+  if (precision() == Precision::kBFloat16) return s + bf16_kernel_name();
   return s + blas_name();
 }
 
 Linear CpuBackend::make_linear(ConstTensorRef weight, ConstTensorRef bias) {
-  if (precision() != Precision::kInt8) return Backend::make_linear(weight, bias);
+  if (precision() != Precision::kInt8 && precision() != Precision::kBFloat16) return Backend::make_linear(weight, bias);
   const int64_t out = weight.shape[0], in = weight.cols();
   if (weight.dtype != DType::kF32 || !weight.contiguous())
     throw InternalError("CpuBackend::make_linear: " + rexnlu::describe(weight) + " is not a contiguous F32 matrix");
   Linear l;
+  if (!bias.empty()) l.bias = copy_of(bias);
+  if (precision() == Precision::kBFloat16) {  // bf16 [out, in], rounded once (gemm_bf16.h)
+    l.weight = alloc_tensor(DType::kBF16, {out, in});
+    to_bf16(weight.f32(), static_cast<size_t>(out * in), reinterpret_cast<uint16_t*>(l.weight.mutable_ref().data));
+    return l;
+  }
   l.weight = alloc_tensor(DType::kI8, {out, in});
   l.scale = alloc_tensor(DType::kF32, {out});
   l.scaled_sum = alloc_tensor(DType::kF32, {out});
   quantize_weights_s8(weight.f32(), static_cast<int>(out), static_cast<int>(in),
                       reinterpret_cast<int8_t*>(l.weight.mutable_ref().data), l.scale.mutable_ref().f32(),
                       l.scaled_sum.mutable_ref().f32());
-  if (!bias.empty()) l.bias = copy_of(bias);
   return l;
 }
 
