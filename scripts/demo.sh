@@ -10,13 +10,13 @@ cli="$root/build/apps/rexnlu"
 echo
 "$cli" info
 echo
-# Extraction on the bundled default model (models/rexnlu-demo-zh-small, trained on CLUENER's ten
-# entity types among others): one text, readable view.
-schema='{"人名": null, "地址": null, "书名": null, "公司": null, "游戏": null, "政府": null, "电影": null, "组织机构": null, "职位": null, "景点": null}'
-"$cli" extract "我昨天在故宫博物院看了电影《流浪地球》，还去了上海外滩。" --schema "$schema"
+# Extraction on the bundled default model (models/rexnlu-demo-zh-small) with the schema and text of
+# the official RexUniNLU example: one text, readable view.
+schema='{"人物": null, "地理位置": null, "组织机构": null}'
+"$cli" extract "马云于1999年在杭州创办了阿里巴巴集团。" --schema "$schema"
 echo
-# The same engine over JSON lines (one JSON result per input line).
+# The same engine over JSON lines (one JSON result per input line); type names are free text.
 "$cli" extract <<JSON
 {"text": "国务院总理李克强在北京会见了微软公司总裁比尔·盖茨。", "schema": $schema}
-{"text": "浙商银行企业信贷部叶老桂博士则从另一个角度对五道门槛进行了解读。", "schema": $schema}
+{"text": "《流浪地球》在北京首映，导演郭帆出席。", "schema": {"人名": null, "电影": null, "地点": null}}
 JSON
