@@ -6,6 +6,7 @@
 #   2. model parity, GPU fp32 vs the original's outputs (the same fixtures the CPU meets): the tiny
 #      model's forward cases (test_models RexParity.*) and full-size random weights at L = 128 and
 #      512 (test_fullsize_original; the weights are regenerated with numpy), on CPU fp32 too;
+#   2b. SiameseUIE's forward cases on the GPU in fp32 vs the original's (test_siamese_uie SiameseForward.*);
 #   3. decoding with fp32, fp16 and bf16 weights on the GPU vs the original's e2e cases
 #      (test_uie Parity.*: every case with min_abs_logit >= 1e-3 in fp32, >= 1e-2 in fp16/bf16
 #      must decode identically; the others are reported).
@@ -29,7 +30,7 @@ start=$(date +%s)
 cmake -S "$root" -B "$dir" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$sr" -DGTEST_ROOT="$sr" -DREXNLU_CUDA=ON \
   -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}" -DREXNLU_SERVER=OFF -DREXNLU_BUILD_TESTS=ON \
   -DREXNLU_BUILD_BENCH="${BENCH:-0}" >"$dir.configure.log" 2>&1 || { cat "$dir.configure.log"; exit 1; }
-targets="test_ops test_kernels_cuda test_models test_fullsize_original test_uie rexnlu_cli"
+targets="test_ops test_kernels_cuda test_models test_fullsize_original test_uie test_siamese_uie rexnlu_cli"
 [ "${BENCH:-0}" = 1 ] && targets="$targets encoder_bench bench_kernels_cuda"
 # shellcheck disable=SC2086
 cmake --build "$dir" -j"$(nproc)" --target $targets 2>&1 | grep -E "error|warning|Error" ; test "${PIPESTATUS[0]}" = 0 || exit 1
@@ -51,6 +52,7 @@ step fullsize_cpu_fp32 "$dir/tests/models/test_fullsize_original"
 for p in fp32 fp16 bf16; do
   step "e2e_gpu_$p" env REXNLU_TEST_DEVICE=cuda REXNLU_TEST_PRECISION=$p "$dir/tests/uie/test_uie" --gtest_filter='Parity.*'
 done
+step siamese_forward_gpu_fp32 env REXNLU_TEST_DEVICE=cuda "$dir/tests/siamese_uie/test_siamese_uie" --gtest_filter='SiameseForward.*'
 step cli_gpu "$dir/apps/rexnlu" extract "北大西洋议会春季会议26日在西班牙巴塞罗那闭幕。" --schema '{"人物":null,"地理位置":null,"组织机构":null}' \
   --model "$root/models/rexuninlu_tiny" --device cuda --precision fp16
 cat "$dir/cli_gpu.log"

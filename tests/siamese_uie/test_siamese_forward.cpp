@@ -11,6 +11,7 @@
 #include "models/registry.h"
 #include "rexnlu/error.h"
 #include "siamese_fixtures.h"
+#include "test_device.h"
 #include "text/tokenizer.h"
 
 namespace rexnlu {
@@ -27,7 +28,9 @@ struct Loaded {
   models::PointerModel& model() { return *m.pointer_network; }
 };
 
-Loaded load() { return Loaded{models::family_of(tiny_dir()).load(tiny_dir(), {})}; }
+// On the device REXNLU_TEST_DEVICE / REXNLU_TEST_PRECISION name (CPU fp32 by default; the GPU
+// machine's scripts/test_gpu_engine.sh runs these on cuda too).
+Loaded load() { return Loaded{models::family_of(tiny_dir()).load(tiny_dir(), rexnlu::testing::test_load_options())}; }
 
 TEST(SiameseForward, EveryCaseAloneMatchesTheOriginal) {
   Loaded l = load();
