@@ -158,6 +158,10 @@ uie::SiameseOptions siamese_options(const Request& request, const Limits& limits
   if (o.max_len != defaults.max_len) refuse("max_len", "text windows are 384 tokens, as in the original");
   if (o.hint_max_len != defaults.hint_max_len) refuse("hint_max_len", "hints are cut at 128 tokens, as in the original");
   if (o.link_threshold != defaults.link_threshold) refuse("link_threshold", "use pointer_threshold (default 0.5)");
+  if (uie::takes_classify_path(request.text))
+    throw InputError("text carries RexUniNLU's [CLASSIFY] / [MULTICLASSIFY] marker (a classification task preset), "
+                     "but SiameseUIE models only extract spans (the original SiameseUIE pipeline has no "
+                     "classification): use a RexUniNLU model for classification, sentiment, NLI and matching");
   uie::SiameseOptions s;
   if (o.stride >= s.window)
     throw InputError("option stride must be below the SiameseUIE window of " + std::to_string(s.window) +

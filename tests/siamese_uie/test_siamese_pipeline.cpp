@@ -11,6 +11,7 @@
 
 #include "engine/engine_impl.h"
 #include "models/registry.h"
+#include "rexnlu/tasks.h"
 #include "siamese_fixtures.h"
 #include "uie/e2e_case.h"
 #include "uie/siamese_run.h"
@@ -218,6 +219,29 @@ TEST(SiamesePipeline, OptionsThatDoNotApplyAreRefusedAndThoseThatDoWork) {
     EXPECT_EQ(bytes.paths[i][0].end, prefix_bytes(s.end));
   }
   EXPECT_EQ(all.to_json().find("probability"), std::string::npos);
+}
+
+// Classification (RexUniNLU's [CLASSIFY] / [MULTICLASSIFY] task presets) has no SiameseUIE
+// counterpart: the original would read the marker as plain text and extract spans from it, so a
+// preset sent to a SiameseUIE model gets an error naming the marker instead of a silent non-answer.
+TEST(SiamesePipeline, ClassificationPresetsAreRefusedWithAClearError) {
+  Engine engine = Engine::load(tiny_dir());
+  for (const char* task : {"classify", "multi_classify"}) {
+    TaskArgs args;
+    args.task = task;
+    args.text = "这部电影很好看";
+    args.labels = {"正向", "负向"};
+    const TaskRequest t = build_task(args);
+    try {
+      engine.extract(t.text, t.schema);
+      FAIL() << task << ": no error";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput) << e.what();
+      EXPECT_NE(std::string(e.what()).find("CLASSIFY]"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("SiameseUIE"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_NO_THROW(engine.extract("谷爱凌在北京夺冠", R"({"人物": null})"));
 }
 
 }  // namespace
