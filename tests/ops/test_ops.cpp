@@ -386,16 +386,25 @@ TEST(Backends, UnsupportedDeviceOrPrecisionIsAClearError) {
 
 // ---- --precision int8 on the CPU (backends/cpu/gemm_int8.h)
 
-// y = x W^T + b through the int8 backend, into rows of width ldy prefilled with 42.
-std::vector<float> int8_linear(const std::vector<float>& x, const std::vector<float>& w, const std::vector<float>& b,
-                               int rows, int in, int out, int ldy) {
-  auto be = backends::make_backend(LoadOptions{Device::kCpu, Precision::kInt8, 0});
+// y = x W^T + b through the CPU backend at `precision` (its weights stored as `weight_dtype`), into
+// rows of width ldy prefilled with 42.
+std::vector<float> reduced_linear(Precision precision, DType weight_dtype, const std::vector<float>& x,
+                                  const std::vector<float>& w, const std::vector<float>& b, int rows, int in, int out,
+                                  int ldy) {
+  auto be = backends::make_backend(LoadOptions{Device::kCpu, precision, 0});
+  EXPECT_NE(be->describe().find(precision_name(precision)), std::string::npos) << be->describe();
   be->begin_pass();
   const Linear l = be->make_linear(host_ref(w.data(), {out, in}), b.empty() ? ConstTensorRef() : host_ref(b.data(), {out}));
-  EXPECT_EQ(l.weight.ref().dtype, DType::kI8);
+  EXPECT_EQ(l.weight.ref().dtype, weight_dtype);
   std::vector<float> y(size_t(rows) * ldy, 42.0f);
   linear(*be, host_ref(x.data(), {rows, in}), l, host_ref(y.data(), {rows, ldy}).columns(0, out));
   return y;
+}
+
+// The same through the int8 backend.
+std::vector<float> int8_linear(const std::vector<float>& x, const std::vector<float>& w, const std::vector<float>& b,
+                               int rows, int in, int out, int ldy) {
+  return reduced_linear(Precision::kInt8, DType::kI8, x, w, b, rows, in, out, ldy);
 }
 
 // The exact result of the int8 scheme, in double: x and W quantized as gemm_int8.h says
@@ -502,17 +511,10 @@ TEST(BF16Linear, RoundsToNearestEven) {
   EXPECT_EQ(from_bf16(to_bf16(3.0f)), 3.0f);
 }
 
-// y = x W^T + b through the bf16 backend, into rows of width ldy prefilled with 42.
+// The same through the bf16 backend.
 std::vector<float> bf16_linear(const std::vector<float>& x, const std::vector<float>& w, const std::vector<float>& b,
                                int rows, int in, int out, int ldy) {
-  auto be = backends::make_backend(LoadOptions{Device::kCpu, Precision::kBFloat16, 0});
-  EXPECT_NE(be->describe().find("bf16"), std::string::npos) << be->describe();
-  be->begin_pass();
-  const Linear l = be->make_linear(host_ref(w.data(), {out, in}), b.empty() ? ConstTensorRef() : host_ref(b.data(), {out}));
-  EXPECT_EQ(l.weight.ref().dtype, DType::kBF16);
-  std::vector<float> y(size_t(rows) * ldy, 42.0f);
-  linear(*be, host_ref(x.data(), {rows, in}), l, host_ref(y.data(), {rows, ldy}).columns(0, out));
-  return y;
+  return reduced_linear(Precision::kBFloat16, DType::kBF16, x, w, b, rows, in, out, ldy);
 }
 
 TEST(BF16Linear, MatchesFp32OnBf16RoundedInputs) {
