@@ -1,5 +1,6 @@
 // IEEE half (F16) and bfloat16 (BF16) to float, exact for every value (subnormals, infinities and
-// NaN included): checkpoints stored in 16 bits are widened to F32 at load.
+// NaN included): checkpoints stored in 16 bits are widened to F32 at load. And float to bf16,
+// rounded to nearest even, for --precision bf16 on the CPU.
 #pragma once
 
 #include <bit>
@@ -21,5 +22,12 @@ inline float f16_to_f32(uint16_t h) {
 }
 
 inline float bf16_to_f32(uint16_t b) { return std::bit_cast<float>(static_cast<uint32_t>(b) << 16); }
+
+inline uint16_t f32_to_bf16(float v) {
+  uint32_t bits = std::bit_cast<uint32_t>(v);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40u);  // quiet NaN
+  bits += 0x7fffu + ((bits >> 16) & 1u);  // round to nearest, ties to even
+  return static_cast<uint16_t>(bits >> 16);
+}
 
 }  // namespace rexnlu

@@ -24,6 +24,7 @@
 #include "ops/linear.h"
 #include "ops/rotary.h"
 #include "ops/tensor_ops.h"
+#include "tensor/half.h"
 #include "rexnlu/error.h"
 #include "random_values.h"
 
@@ -499,16 +500,14 @@ TEST(Int8Linear, OutSliceKeepsTheScalesOfItsChannels) {
 // ---- --precision bf16 on the CPU (backends/cpu/gemm_bf16.h)
 
 TEST(BF16Linear, RoundsToNearestEven) {
-  using backends::cpu::from_bf16;
-  using backends::cpu::to_bf16;
-  EXPECT_EQ(to_bf16(1.0f), 0x3f80);
-  EXPECT_EQ(to_bf16(1.0f + 0x1p-8f), 0x3f80);              // tie, even stays
-  EXPECT_EQ(to_bf16(1.0f + 0x1p-7f + 0x1p-8f), 0x3f82);    // tie, odd rounds up
-  EXPECT_EQ(to_bf16(1.0f + 0x1p-8f + 0x1p-20f), 0x3f81);   // above the tie
-  EXPECT_EQ(to_bf16(-2.5f), 0xc020);
-  EXPECT_EQ(to_bf16(std::numeric_limits<float>::infinity()), 0x7f80);
-  EXPECT_TRUE(std::isnan(from_bf16(to_bf16(std::numeric_limits<float>::quiet_NaN()))));
-  EXPECT_EQ(from_bf16(to_bf16(3.0f)), 3.0f);
+  EXPECT_EQ(f32_to_bf16(1.0f), 0x3f80);
+  EXPECT_EQ(f32_to_bf16(1.0f + 0x1p-8f), 0x3f80);              // tie, even stays
+  EXPECT_EQ(f32_to_bf16(1.0f + 0x1p-7f + 0x1p-8f), 0x3f82);    // tie, odd rounds up
+  EXPECT_EQ(f32_to_bf16(1.0f + 0x1p-8f + 0x1p-20f), 0x3f81);   // above the tie
+  EXPECT_EQ(f32_to_bf16(-2.5f), 0xc020);
+  EXPECT_EQ(f32_to_bf16(std::numeric_limits<float>::infinity()), 0x7f80);
+  EXPECT_TRUE(std::isnan(bf16_to_f32(f32_to_bf16(std::numeric_limits<float>::quiet_NaN()))));
+  EXPECT_EQ(bf16_to_f32(f32_to_bf16(3.0f)), 3.0f);
 }
 
 // The same through the bf16 backend.
@@ -530,8 +529,8 @@ TEST(BF16Linear, MatchesFp32OnBf16RoundedInputs) {
       for (int n = 0; n < out; ++n) {
         double s = bias ? b[n] : 0.0, mag = std::abs(s);
         for (int k = 0; k < in; ++k) {
-          const double t = double(backends::cpu::from_bf16(backends::cpu::to_bf16(x[m * in + k]))) *
-                           backends::cpu::from_bf16(backends::cpu::to_bf16(w[n * in + k]));
+          const double t = double(bf16_to_f32(f32_to_bf16(x[m * in + k]))) *
+                           bf16_to_f32(f32_to_bf16(w[n * in + k]));
           s += t;
           mag += std::abs(t);
         }

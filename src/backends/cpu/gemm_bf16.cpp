@@ -2,7 +2,6 @@
 
 #include <omp.h>
 
-#include <cstring>
 #include <map>
 #include <mutex>
 #include <string>
@@ -12,6 +11,7 @@
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/gemm_int8.h"
 #include "rexnlu/error.h"
+#include "tensor/half.h"
 
 #if defined(REXNLU_BLAS_DNNL)
 #include <oneapi/dnnl/dnnl.hpp>
@@ -96,25 +96,10 @@ const char* bf16_kernel_name() {
   return name.c_str();
 }
 
-uint16_t to_bf16(float v) {
-  uint32_t bits;
-  std::memcpy(&bits, &v, sizeof bits);
-  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40u);  // quiet NaN
-  bits += 0x7fffu + ((bits >> 16) & 1u);  // round to nearest, ties to even
-  return static_cast<uint16_t>(bits >> 16);
-}
-
-float from_bf16(uint16_t v) {
-  const uint32_t bits = static_cast<uint32_t>(v) << 16;
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
 void to_bf16(const float* src, size_t n, uint16_t* dst) {
   const auto count = static_cast<int64_t>(n);
 #pragma omp parallel for schedule(static) if (count > 65536 && !omp_in_parallel())
-  for (int64_t i = 0; i < count; ++i) dst[i] = to_bf16(src[i]);
+  for (int64_t i = 0; i < count; ++i) dst[i] = f32_to_bf16(src[i]);
 }
 
 size_t linear_bf16_scratch_bytes(int rows, int in, int out) {
@@ -136,9 +121,9 @@ void linear_bf16(const float* x, int rows, int in, const uint16_t* w, const floa
 #pragma omp parallel if (!omp_in_parallel())
     {
 #pragma omp for schedule(static) nowait
-      for (int64_t i = 0; i < xn; ++i) xf[i] = from_bf16(to_bf16(x[i]));
+      for (int64_t i = 0; i < xn; ++i) xf[i] = bf16_to_f32(f32_to_bf16(x[i]));
 #pragma omp for schedule(static)
-      for (int64_t i = 0; i < wn; ++i) wf[i] = from_bf16(w[i]);
+      for (int64_t i = 0; i < wn; ++i) wf[i] = bf16_to_f32(w[i]);
     }
     linear(xf, rows, in, wf, bias, out, y, ldy);
     return;

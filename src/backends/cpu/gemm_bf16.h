@@ -19,9 +19,7 @@ bool bf16_native();
 // For describe(): "oneDNN bf16 matmul (avx512_core_amx)" or the emulation's name and its cost.
 const char* bf16_kernel_name();
 
-// Round to nearest even (NaN stays NaN), and the exact widening back.
-uint16_t to_bf16(float v);
-float from_bf16(uint16_t v);
+// f32_to_bf16 (tensor/half.h) over n values; bf16_to_f32 widens back exactly.
 void to_bf16(const float* src, size_t n, uint16_t* dst);
 
 // y[rows, out] (row stride ldy) = bf16(x) · bf16(W)^T + bias; w [out, in] as to_bf16 left it; bias
