@@ -231,9 +231,12 @@ void launch(const AttentionArgs& a, cudaStream_t stream) {
   check(cudaGetDevice(&device), "cuda::disentangled_attention");
   check(cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device), "cuda::disentangled_attention");
   check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cuda::disentangled_attention");
-  // The tensor-core kernel whenever it applies: it picks its block shape by grid size
-  // (attention_mma.h), so small batches no longer need the fp32 kernel (docs/benchmarks.md, CUDA stage 4).
-  if (a.compute != DType::kF32 && attention_mma_supported(a)) {
+  // The tensor-core kernel (it picks its block shape by grid size, attention_mma.h): in fp16
+  // always; in bf16 only where 64-row blocks fill the GPU (one per multiprocessor), as before
+  // stage 4: at small batches bf16's 8-bit mantissa in the attention products flipped 2 of the
+  // 13 decisive tiny-model e2e cases on the H200 (docs/parity.md, CUDA stage 4), fp16 none.
+  const long mma_blocks = static_cast<long>((a.batch.max_length + 63) / 64) * a.num_heads * a.batch.num_sequences;
+  if (a.compute != DType::kF32 && (a.compute == DType::kF16 || mma_blocks >= sms) && attention_mma_supported(a)) {
     disentangled_attention_mma(a, stream);
     return;
   }

@@ -5,7 +5,7 @@
 // One block = one sequence, one head, 4 warps arranged as WQ query warps x WK = 4/WQ key groups:
 // 16*WQ query rows, warp (wq, g) owns rows [16wq, 16wq+16) and key group g walks the key chunks
 // g, g+WK, ... (32 keys each) with its own K/V and position buffers, synchronised on its own
-// named barrier. WQ = 4 (64 rows, one key group) where the grid fills the GPU; WQ = 1 (16 rows,
+// named barrier. WQ = 4 (64 rows, one key group) unless that grid is small; WQ = 1 (16 rows,
 // the keys split four ways) for small batches. Per chunk: S = Q·K^T on the tensor cores (Q's
 // fragments stay in registers for the whole kernel); then for each window of relative rows the
 // tile x chunk can index (one window when positions run contiguously), C2P = Q·Kr_win^T (each
@@ -357,9 +357,12 @@ int multiprocessors() {
 template <typename Tin, typename Tm>
 void launch(const AttentionArgs& a, int key_groups, cudaStream_t stream) {
   if (key_groups == 0) {
-    // 64 query rows per block where that grid fills the GPU, else 16 with the keys split four ways.
+    // 64 query rows per block unless that grid would leave most of the GPU idle (fewer blocks
+    // than half the multiprocessors), then 16 rows with the keys split four ways. Measured on the
+    // H200 (132 SMs, docs/benchmarks.md, CUDA stage 4): L=128 B=1 (24 blocks of 64 rows) 25 us
+    // split against 52; L=512 B=1 (96 blocks) 167 us with 64 rows against 186 split.
     const long blocks64 = static_cast<long>((a.batch.max_length + 63) / 64) * a.num_heads * a.batch.num_sequences;
-    key_groups = blocks64 >= multiprocessors() ? 1 : 4;
+    key_groups = 2 * blocks64 >= multiprocessors() ? 1 : 4;
   }
   if (a.head_dim == 64) {
     if (key_groups == 1) launch_d<Tin, Tm, 64, 4>(a, stream);

@@ -14,8 +14,8 @@ bool attention_mma_supported(const AttentionArgs& args);
 // Enqueues it (cuda::disentangled_attention checks the arguments first; tests and benchmarks
 // call it directly). key_groups: 1 = 64 query rows per block, its 4 warps 16 rows each over all
 // keys; 4 = 16 query rows per block, the keys split between its 4 warps (for grids too small to
-// fill the GPU otherwise); 0 = by grid size (4 where 64-row blocks would not give one block per
-// multiprocessor).
+// fill the GPU otherwise); 0 = by grid size (4 where 64-row blocks would number fewer than half
+// the multiprocessors).
 void disentangled_attention_mma(const AttentionArgs& args, cudaStream_t stream, int key_groups = 0);
 
 }  // namespace rexnlu::backends::cuda

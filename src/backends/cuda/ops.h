@@ -48,8 +48,8 @@ struct AttentionArgs {
   DType type = DType::kF32;  // of q, k, v, q_rel, k_rel, out
   // Arithmetic of the products. F32: CUDA cores, any storage type. F16 / BF16: tensor cores
   // (attention_mma.cu: sm_80+, head_dim 64 or 16, storage F32 or the same type; the inputs are
-  // rounded to it when staged and the probabilities once more before P·V) wherever it applies,
-  // else the F32 kernel.
+  // rounded to it when staged and the probabilities once more before P·V): F16 wherever it
+  // applies, BF16 where its grid fills the GPU (see attention.cu); else the F32 kernel.
   DType compute = DType::kF32;
   DeviceBatch batch;
   int num_heads = 0;
