@@ -233,8 +233,9 @@ void launch(const AttentionArgs& a, cudaStream_t stream) {
   check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cuda::disentangled_attention");
   // The tensor-core kernel (it picks its block shape by grid size, attention_mma.h): in fp16
   // always; in bf16 only where 64-row blocks fill the GPU (one per multiprocessor), as before
-  // stage 4: at small batches bf16's 8-bit mantissa in the attention products flipped 2 of the
-  // 13 decisive tiny-model e2e cases on the H200 (docs/parity.md, CUDA stage 4), fp16 none.
+  // stage 4: with bf16's 8-bit mantissa in the attention products too, the tiny model's e2e
+  // cases (small grids) missed 2 of the 13 decisive cases on the H200 instead of the 1 that
+  // bf16 weights alone miss (docs/parity.md, CUDA stage 4); fp16 misses none either way.
   const long mma_blocks = static_cast<long>((a.batch.max_length + 63) / 64) * a.num_heads * a.batch.num_sequences;
   if (a.compute != DType::kF32 && (a.compute == DType::kF16 || mma_blocks >= sms) && attention_mma_supported(a)) {
     disentangled_attention_mma(a, stream);
