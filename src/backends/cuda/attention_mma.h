@@ -1,4 +1,5 @@
-// The tensor-core variant of cuda::disentangled_attention (attention_mma.cu): WMMA on sm_80+,
+// The tensor-core variant of cuda::disentangled_attention (attention_mma.cu): WMMA on sm_80+ with
+// 150 KB of shared memory per block (sm_80, sm_90; sm_86/89 have 99 KB and get the fp32-core kernel),
 // head_dim 64 or 16, arithmetic in args.compute (F16 or BF16), inputs stored in F32 or in that type.
 // cuda::disentangled_attention picks it when attention_mma_supported(args); callers need not.
 #pragma once
