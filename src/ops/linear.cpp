@@ -70,18 +70,20 @@ void linear(backends::Backend& be, ConstTensorRef x, const Linear& w, TensorRef 
         detail::expect_vector(op, "scale", w.scale, DType::kF32, w.out_features(), be);
         detail::expect_vector(op, "scaled_sum", w.scaled_sum, DType::kF32, w.out_features(), be);
         const Workspace::Frame frame(be.workspace());
-        void* scratch = be.workspace().alloc<std::byte>(backends::cpu::linear_int8_scratch_bytes(rows, in));
-        backends::cpu::linear_int8(x.f32(), rows, in, reinterpret_cast<const int8_t*>(W.data), w.scale.ref().f32(),
-                                   w.scaled_sum.ref().f32(), bias, out, y.f32(), to_int(y.ld()), scratch);
+        void* scratch = be.workspace().alloc<std::byte>(backends::cpu::linear_int8_scratch_bytes(rows, in, out));
+        backends::cpu::linear_int8(x.f32(), rows, in, reinterpret_cast<const int8_t*>(W.data), w.prepared.get(),
+                                   w.scale.ref().f32(), w.scaled_sum.ref().f32(), bias, out, y.f32(), to_int(y.ld()),
+                                   scratch);
         return;
       }
       if (W.dtype == DType::kBF16) {  // --precision bf16 (backends/cpu/gemm_bf16.h)
         detail::expect_matrix(op, "W", W, DType::kBF16, be);
         detail::expect(W.ld() == W.cols(), op, "W must be contiguous");
         const Workspace::Frame frame(be.workspace());
-        void* scratch = be.workspace().alloc<std::byte>(backends::cpu::linear_bf16_scratch_bytes(rows, in, out));
-        backends::cpu::linear_bf16(x.f32(), rows, in, reinterpret_cast<const uint16_t*>(W.data), bias, out, y.f32(),
-                                   to_int(y.ld()), scratch);
+        void* scratch = be.workspace().alloc<std::byte>(
+            backends::cpu::linear_bf16_scratch_bytes(rows, in, out, w.prepared != nullptr));
+        backends::cpu::linear_bf16(x.f32(), rows, in, reinterpret_cast<const uint16_t*>(W.data), w.prepared.get(), bias,
+                                   out, y.f32(), to_int(y.ld()), scratch);
         return;
       }
       detail::expect_matrix(op, "W", W, DType::kF32, be);

@@ -31,12 +31,15 @@ class Tensor {
 // The weights of y = x W^T + b (nn.Linear, W = [out, in]) in the layout the backend chose at load
 // for the requested precision: F32 [out, in]; an I8 W (--precision int8) comes with a
 // per-output-channel `scale` [out] and `scaled_sum` [out], BF16 W with neither. ops::linear reads
-// whichever layout it finds.
+// whichever layout it finds. `prepared` is the backend's own copy of W made at load for its kernels
+// (CPU int8 / bf16: oneDNN's packed layout, backends/cpu/dnnl_matmul.h), or null; an out_slice
+// drops it (the kernels then read W itself).
 struct Linear {
   Tensor weight;
   Tensor bias;        // [out], F32; may be empty
   Tensor scale;       // [out], F32; only for integer weights: W[n,:] ~ scale[n] * weight[n,:]
   Tensor scaled_sum;  // [out], F32; only for integer weights: scale[n] * sum_k weight[n,k]
+  std::shared_ptr<const void> prepared = nullptr;  // the whole W in the backend's own layout, or null
 
   int64_t out_features() const { return weight.ref().shape[0]; }
   int64_t in_features() const { return weight.ref().cols(); }
@@ -44,7 +47,8 @@ struct Linear {
   Linear out_slice(int64_t first, int64_t count) const {
     return Linear{weight.slice(first, count), bias.empty() ? Tensor() : bias.slice(first, count),
                   scale.empty() ? Tensor() : scale.slice(first, count),
-                  scaled_sum.empty() ? Tensor() : scaled_sum.slice(first, count)};
+                  scaled_sum.empty() ? Tensor() : scaled_sum.slice(first, count),
+                  first == 0 && count == out_features() ? prepared : nullptr};
   }
 };
 

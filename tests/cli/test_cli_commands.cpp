@@ -117,7 +117,7 @@ TEST(CliPrecision, InfoReportsInt8) {
   const Outcome r = rexnlu({"info", "--model", kTiny, "--precision", "int8", "--json"});
   EXPECT_EQ(r.rc, 0) << r.err;
   EXPECT_NE(r.out.find("\"precision\": \"int8\""), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("oneDNN u8 x s8 gemm"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("oneDNN u8 x s8 matmul"), std::string::npos) << r.out;
 }
 
 TEST(CliErrors, GoToStderrWithNonZeroExit) {

@@ -12,6 +12,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backends/backend.h"
@@ -574,6 +575,44 @@ TEST(BF16Linear, OutSliceReadsItsOwnRows) {
   const std::vector<float> want = bf16_linear(x, w, b, rows, in, out, out);
   for (int r = 0; r < rows; ++r)
     for (int o = 0; o < 16; ++o) ASSERT_NEAR(y[r * 16 + o], want[r * out + 16 + o], 1e-5 * std::max(1.0f, std::abs(want[r * out + 16 + o])));
+}
+
+// ---- weights prepared at load (Linear::prepared: oneDNN's packed layout, bf16 widened on AVX2)
+
+// y through `l` as loaded and through the same Linear without its prepared copy (the kernels then
+// read the plain weights, as for an out_slice).
+std::pair<std::vector<float>, std::vector<float>> prepared_and_plain(Precision precision, int rows, int in, int out) {
+  auto x = random_vec(size_t(rows) * in, 100, -2.0f, 2.0f), w = random_vec(size_t(out) * in, 101), b = random_vec(out, 102);
+  auto be = backends::make_backend(LoadOptions{Device::kCpu, precision, 0});
+  std::printf("%s\n", be->describe().c_str());
+  be->begin_pass();
+  const Linear l = be->make_linear(host_ref(w.data(), {out, in}), host_ref(b.data(), {out}));
+  EXPECT_NE(l.prepared, nullptr);
+  EXPECT_EQ(l.out_slice(0, out).prepared, l.prepared);
+  EXPECT_EQ(l.out_slice(0, out - 16).prepared, nullptr);
+  Linear plain = l;
+  plain.prepared = nullptr;
+  std::vector<float> a(size_t(rows) * out), c(size_t(rows) * out);
+  linear(*be, host_ref(x.data(), {rows, in}), l, host_ref(a.data(), {rows, out}));
+  linear(*be, host_ref(x.data(), {rows, in}), plain, host_ref(c.data(), {rows, out}));
+  return {a, c};
+}
+
+TEST(PreparedWeights, Int8PackedGivesTheSameSumsAsPlain) {
+  // int32 sums are exact in any order and layout: the same bits.
+  for (auto [rows, in, out] : {std::tuple{5, 96, 80}, {130, 256, 192}}) {
+    const auto [packed, plain] = prepared_and_plain(Precision::kInt8, rows, in, out);
+    for (size_t i = 0; i < packed.size(); ++i) ASSERT_EQ(packed[i], plain[i]) << "element " << i;
+  }
+}
+
+TEST(PreparedWeights, Bf16PackedAgreesWithPlain) {
+  // Same bf16 products; only the fp32 summation order may differ.
+  for (auto [rows, in, out] : {std::tuple{5, 96, 80}, {130, 256, 192}}) {
+    const auto [packed, plain] = prepared_and_plain(Precision::kBFloat16, rows, in, out);
+    for (size_t i = 0; i < packed.size(); ++i)
+      ASSERT_NEAR(packed[i], plain[i], 1e-4 * std::max(1.0f, std::abs(plain[i]))) << "element " << i;
+  }
 }
 
 }  // namespace

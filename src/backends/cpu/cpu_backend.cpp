@@ -38,8 +38,7 @@ std::string CpuBackend::describe() const {
   const int threads = threads_ > 0 ? threads_ : omp_get_max_threads();
   std::string s = "cpu, " + std::to_string(threads) + " threads, " + std::string(precision_name(precision())) + ", ";
   if (precision() == Precision::kInt8)
-    return s + "oneDNN u8 x s8 gemm (" + dnnl_isa_name() + ", activations " + std::to_string(activation_levels()) +
-           " levels per token)";
+    return s + int8_kernel_name() + ", activations " + std::to_string(activation_levels()) + " levels per token";
   if (precision() == Precision::kBFloat16) return s + bf16_kernel_name();
   return s + blas_name();
 }
@@ -53,15 +52,18 @@ Linear CpuBackend::make_linear(ConstTensorRef weight, ConstTensorRef bias) {
   if (!bias.empty()) l.bias = copy_of(bias);
   if (precision() == Precision::kBFloat16) {  // bf16 [out, in], rounded once (gemm_bf16.h)
     l.weight = alloc_tensor(DType::kBF16, {out, in});
-    to_bf16(weight.f32(), static_cast<size_t>(out * in), reinterpret_cast<uint16_t*>(l.weight.mutable_ref().data));
+    auto* w = reinterpret_cast<uint16_t*>(l.weight.mutable_ref().data);
+    to_bf16(weight.f32(), static_cast<size_t>(out * in), w);
+    l.prepared = prepare_bf16_weights(w, static_cast<int>(out), static_cast<int>(in));
     return l;
   }
   l.weight = alloc_tensor(DType::kI8, {out, in});
   l.scale = alloc_tensor(DType::kF32, {out});
   l.scaled_sum = alloc_tensor(DType::kF32, {out});
-  quantize_weights_s8(weight.f32(), static_cast<int>(out), static_cast<int>(in),
-                      reinterpret_cast<int8_t*>(l.weight.mutable_ref().data), l.scale.mutable_ref().f32(),
+  auto* q = reinterpret_cast<int8_t*>(l.weight.mutable_ref().data);
+  quantize_weights_s8(weight.f32(), static_cast<int>(out), static_cast<int>(in), q, l.scale.mutable_ref().f32(),
                       l.scaled_sum.mutable_ref().f32());
+  l.prepared = prepare_int8_weights(q, static_cast<int>(out), static_cast<int>(in));
   return l;
 }
 

@@ -7,8 +7,8 @@
 namespace rexnlu::backends::cpu {
 
 // Throws rexnlu::Error (kInvalidInput) when this build or this CPU cannot run `precision`:
-// fp32 and int8 run everywhere (int8 needs the oneDNN build); bf16 and fp16 are not implemented on
-// the CPU.
+// fp32, int8 and bf16 run everywhere (int8 and bf16 need the oneDNN build; bf16 is emulated in fp32
+// where oneDNN has no bf16 kernel); fp16 is not implemented on the CPU.
 void check_precision(Precision precision);
 
 class CpuBackend final : public Backend {
@@ -23,7 +23,8 @@ class CpuBackend final : public Backend {
   ConstTensorRef upload(ConstTensorRef host) override { return host; }
   TensorRef output_for(TensorRef host) override { return host; }
   void download(ConstTensorRef src, TensorRef host) override;
-  // fp32: W as given; int8: W quantized per output channel (backends/cpu/gemm_int8.h).
+  // fp32: W as given; int8: W quantized per output channel (backends/cpu/gemm_int8.h); int8 and bf16
+  // W also prepared once for their kernels (Linear::prepared: oneDNN's packed layout, or bf16 widened).
   Linear make_linear(ConstTensorRef weight, ConstTensorRef bias) override;
 
  protected:

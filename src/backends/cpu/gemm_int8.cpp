@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
+#include <cstddef>
 #include <string>
+#include <vector>
 
+#include "backends/cpu/dnnl_matmul.h"
 #include "rexnlu/error.h"
 
 #if defined(REXNLU_BLAS_DNNL)
@@ -101,61 +103,46 @@ void quantize_rows_u8(const float* x, int rows, int in, int levels, uint8_t* u, 
   }
 }
 
-size_t linear_int8_scratch_bytes(int rows, int in) {
-  return align64(static_cast<size_t>(rows) * static_cast<size_t>(in)) + 2 * static_cast<size_t>(rows) * sizeof(float);
+size_t linear_int8_scratch_bytes(int rows, int in, int out) {
+  const auto r = static_cast<size_t>(rows);
+  return align64(r * static_cast<size_t>(in)) + align64(2 * r * sizeof(float)) +
+         r * static_cast<size_t>(out) * sizeof(int32_t);
 }
 
-namespace {
-
-// Columns [n0, n1) of y: the int32 sums land in y's own memory, then are turned into floats in place.
-void block(const uint8_t* u, const float* step, const float* offset, int rows, int in, const int8_t* q,
-           const float* scale, const float* scaled_sum, const float* bias, int n0, int n1, float* y, int ldy) {
-#if defined(REXNLU_BLAS_DNNL)
-  const int32_t zero = 0;
-  auto* acc = reinterpret_cast<int32_t*>(y + n0);
-  if (dnnl_gemm_u8s8s32('N', 'T', 'F', rows, n1 - n0, in, 1.0f, u, in, 0, q + static_cast<size_t>(n0) * in, in, 0,
-                        0.0f, acc, ldy, &zero) != dnnl_success)
-    throw InternalError("dnnl_gemm_u8s8s32 rejected M=" + std::to_string(rows) + " N=" + std::to_string(n1 - n0) +
-                        " K=" + std::to_string(in));
-  for (int m = 0; m < rows; ++m) {
-    float* yr = y + static_cast<size_t>(m) * ldy;
-    const float sm = step[m], om = offset[m];
-    for (int n = n0; n < n1; ++n) {
-      int32_t a;
-      std::memcpy(&a, yr + n, sizeof a);
-      yr[n] = sm * scale[n] * static_cast<float>(a) + om * scaled_sum[n] + (bias ? bias[n] : 0.0f);
-    }
-  }
-#else
-  (void)u, (void)step, (void)offset, (void)rows, (void)in, (void)q, (void)scale, (void)scaled_sum, (void)bias;
-  (void)n0, (void)n1, (void)y, (void)ldy;
-  throw InternalError("linear_int8: this build has no oneDNN");
-#endif
+std::shared_ptr<const void> prepare_int8_weights(const int8_t* q, int out, int in) {
+  return pack_matmul_weights(MatmulKind::kU8S8S32, q, out, in);
 }
 
-}  // namespace
+const char* int8_kernel_name() {
+  static const std::string name = [] {
+    if (!int8_available()) return std::string("no oneDNN");
+    const std::vector<int8_t> zeros(768 * 768);
+    const auto packed = pack_matmul_weights(MatmulKind::kU8S8S32, zeros.data(), 768, 768);
+    return "oneDNN u8 x s8 matmul (" + std::string(dnnl_isa_name()) + ": " + matmul_impl_name(*packed) + ")";
+  }();
+  return name.c_str();
+}
 
-void linear_int8(const float* x, int rows, int in, const int8_t* q, const float* scale, const float* scaled_sum,
-                 const float* bias, int out, float* y, int ldy, void* scratch) {
+void linear_int8(const float* x, int rows, int in, const int8_t* q, const void* prepared, const float* scale,
+                 const float* scaled_sum, const float* bias, int out, float* y, int ldy, void* scratch) {
   if (rows <= 0 || out <= 0) return;
   auto* u = static_cast<uint8_t*>(scratch);
   auto* step = reinterpret_cast<float*>(u + align64(static_cast<size_t>(rows) * static_cast<size_t>(in)));
   float* offset = step + rows;
+  auto* acc = reinterpret_cast<int32_t*>(reinterpret_cast<std::byte*>(step) + align64(2 * static_cast<size_t>(rows) * sizeof(float)));
   quantize_rows_u8(x, rows, in, activation_levels(), u, step, offset);
-
-  const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
-  const double ops = 2.0 * rows * out * in;
-  if (threads <= 1 || ops < 4.0e6 || out < 64) {
-    block(u, step, offset, rows, in, q, scale, scaled_sum, bias, 0, out, y, ldy);
-    return;
-  }
-  // One block of output columns per thread, as backends::cpu::gemm splits the fp32 products.
-  const int chunk = ((out + threads - 1) / threads + 15) / 16 * 16;
-#pragma omp parallel num_threads(threads)
-  {
-    const int n0 = omp_get_thread_num() * chunk;
-    const int n1 = std::min(out, n0 + chunk);
-    if (n0 < n1) block(u, step, offset, rows, in, q, scale, scaled_sum, bias, n0, n1, y, ldy);
+  matmul(MatmulKind::kU8S8S32, u, rows, in, q, static_cast<const PackedMatmulWeights*>(prepared), nullptr, out, acc,
+         out);
+  // Dequantize: y[m,n] = step[m] * scale[n] * acc[m,n] + offset[m] * scaled_sum[n] + bias[n].
+#pragma omp parallel for schedule(static) if (rows > 1 && !omp_in_parallel())
+  for (int m = 0; m < rows; ++m) {
+    const int32_t* a = acc + static_cast<size_t>(m) * out;
+    float* yr = y + static_cast<size_t>(m) * ldy;
+    const float sm = step[m], om = offset[m];
+    if (bias)
+      for (int n = 0; n < out; ++n) yr[n] = sm * scale[n] * static_cast<float>(a[n]) + om * scaled_sum[n] + bias[n];
+    else
+      for (int n = 0; n < out; ++n) yr[n] = sm * scale[n] * static_cast<float>(a[n]) + om * scaled_sum[n];
   }
 }
 

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# bench/run_cpu_bench.sh on the GPU machine's CPU in one device call (it has cmake, gcc and a python
+# with torch + onnxruntime, but none of our apt packages): builds the CPU engine against the
+# dependency sysroot (SYSROOT_TAR, as scripts/test_gpu_engine.sh does; no CUDA, no HTTP server),
+# prepares the weights and the ONNX files while it builds, then
+#   1. tests/ops (the int8 / bf16 kernels against their references, packed vs plain weights) and
+#      the full-size int8 / bf16 link-sign test (test_fullsize_original) on this CPU;
+#   2. the side-by-side benchmark at 2 threads (CASES, ROUNDS, TORCH as run_cpu_bench.sh takes them);
+#   3. the same at 16 threads, one round, if BUDGET_S (default 270) seconds are not yet spent.
+#   bench/cpu_bench_on_gpu_host.sh OUT_DIR      (SYSROOT_TAR=.device/sysroot.tar.xz)
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=${1:?OUT_DIR}
+budget=${BUDGET_S:-270}
+start=$(date +%s)
+sr=/tmp/sr work=/tmp/w build=/tmp/b
+mkdir -p "$sr" "$work" "$out"
+tar xJf "${SYSROOT_TAR:?}" -C "$sr" && rm -rf "$sr/lib/cmake/GTest"
+export CPATH="$sr/include" LIBRARY_PATH="$sr/lib" LD_LIBRARY_PATH="$sr/lib" PKG_CONFIG_PATH="$sr/lib/pkgconfig"
+export CASES=${CASES:-"L128_b1 L128_b8"} PY=python3
+# shellcheck disable=SC2086
+(python3 "$root/bench/bench_cases.py" "$work" $CASES && python3 "$root/bench/bench_ort.py" prepare "$work" 16) \
+  > "$out/prepare.log" 2>&1 &
+prep=$!
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$sr" -DGTEST_ROOT="$sr" -DREXNLU_CUDA=OFF \
+  -DREXNLU_SERVER=OFF -DREXNLU_BUILD_TESTS=ON -DREXNLU_BUILD_BENCH=ON > "$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; exit 1; }
+cmake --build "$build" -j"$(nproc)" --target encoder_bench test_ops test_fullsize_original > "$out/build.log" 2>&1 \
+  || { grep -E "error" "$out/build.log" | head -20; exit 1; }
+echo "== built in $(($(date +%s) - start)) s"
+"$build/tests/ops/test_ops" > "$out/test_ops.log" 2>&1; echo "== test_ops rc $?"; grep -E "^cpu,|kernel here|PASSED|FAILED" "$out/test_ops.log" | sort -u
+wait $prep || { tail -20 "$out/prepare.log"; exit 1; }
+echo "== prepared at $(($(date +%s) - start)) s"
+ln -sfn "$work/model" "$build/fullsize_case"  # the same generator and seed as test_fullsize_original's case
+"$build/tests/models/test_fullsize_original" --gtest_filter='*Int8*:*Bf16*' > "$out/fullsize.log" 2>&1
+echo "== fullsize rc $?"; grep -E "fullsize|PASSED|FAILED" "$out/fullsize.log"
+ORT_ACCURACY=0 bash "$root/bench/run_cpu_bench.sh" "$build" "$work" 2 > "$out/bench2.log" 2>"$out/bench2.err"
+echo "== 2 threads rc $? at $(($(date +%s) - start)) s"; cat "$out/bench2.log"
+left=$((budget - ($(date +%s) - start)))
+if (( left > 40 )); then
+  ROUNDS=1 TORCH=0 ORT_ACCURACY=0 timeout "$left" bash "$root/bench/run_cpu_bench.sh" "$build" "$work" 16 > "$out/bench16.log" 2>"$out/bench16.err"
+  echo "== 16 threads rc $? at $(($(date +%s) - start)) s"; cat "$out/bench16.log"
+else
+  echo "== 16 threads skipped ($left s left)"
+fi

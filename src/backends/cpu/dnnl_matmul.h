@@ -1,0 +1,37 @@
+// oneDNN's matmul primitive for the reduced-precision linear layers (gemm_int8.h, gemm_bf16.h):
+// y[rows, out] = x[rows, in] · W^T (+ bias) with W in nn.Linear layout [out, in].
+//   At load, pack_matmul_weights reorders W once into the layout the primitive prefers for this CPU
+//   (format_tag::any: AMX / AVX-512 blocked tiles on the Xeon, plain where oneDNN's kernel is the
+//   gemm-based one, e.g. AVX2). At run time one primitive per (kind, rows, in, out, bias) is made
+//   and cached; oneDNN threads it over the calling thread's OpenMP team (runtime ISA dispatch is
+//   oneDNN's, so one binary runs everywhere).
+//   Where a primitive for some row count would not accept the packed layout (oneDNN would fall back
+//   to its reference kernel), that shape runs on the plain weights instead.
+#pragma once
+
+#include <memory>
+#include <string>
+
+namespace rexnlu::backends::cpu {
+
+enum class MatmulKind {
+  kU8S8S32,  // x u8, W s8, y s32 (no bias: gemm_int8.cpp dequantizes and adds it)
+  kBF16F32,  // x bf16, W bf16, y f32, bias f32
+};
+
+struct PackedMatmulWeights;  // oneDNN memory in the primitive's layout (dnnl_matmul.cpp)
+
+// W [out, in] (int8 or bf16 bits, by kind) reordered for the primitive. Null without oneDNN.
+std::shared_ptr<const PackedMatmulWeights> pack_matmul_weights(MatmulKind kind, const void* w, int out, int in);
+
+// y (row stride ldy) = x · W^T (+ bias for kBF16F32; may be null). w is the plain [out, in] matrix;
+// packed (may be null, e.g. for an out_slice of a Linear) its packed copy. Throws InternalError
+// naming the shape when oneDNN refuses it (dnnl::error: no kernel of that kind on this CPU).
+void matmul(MatmulKind kind, const void* x, int rows, int in, const void* w, const PackedMatmulWeights* packed,
+            const float* bias, int out, void* y, int ldy);
+
+// The implementation oneDNN picks for packed weights (e.g. "brg:avx512_core_amx", "gemm:jit"),
+// for describe() and benchmarks; "plain" where the packed layout is the plain one.
+std::string matmul_impl_name(const PackedMatmulWeights& packed);
+
+}  // namespace rexnlu::backends::cpu
