@@ -6,7 +6,8 @@
 #   PY       env, default scripts/python_env.sh PYTHON_ENV (PY=python3 on the GPU machine, which has no PyPI);
 #   PIN      the taskset prefix: CPUS (default the first THREADS CPUs); empty if taskset is missing
 #            or THREADS > nproc;
-#   bench_commit   prints the checkout's short commit (+local changes), or '?' in a copy without .git.
+#   bench_commit   prints REXNLU_COMMIT if set (a copy of the tree), else the checkout's short commit
+#                  (+local changes), or '?' without .git.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 _bench_python_env=$1
@@ -22,5 +23,6 @@ if command -v taskset >/dev/null && (( THREADS <= $(nproc) )); then
 fi
 
 bench_commit() {
+  [[ -n ${REXNLU_COMMIT:-} ]] && { echo "$REXNLU_COMMIT"; return; }
   echo "$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$ROOT" diff --quiet HEAD 2>/dev/null || echo '+local changes')"
 }

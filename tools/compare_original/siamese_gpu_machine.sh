@@ -12,8 +12,8 @@
 # RUNS=5, CUDA_ARCH=90, WORK (model and outputs; default /tmp/rexnlu_siamese_gpu), REXNLU_COMMIT (names the commit in a copy without .git), CASES (default
 # siamese_fullsize_cases.jsonl), CMAKE_ARGS (more configure arguments). DEV=cpu rehearses it all on a machine without a GPU (no sysroot
 # needed, CPU rows and references only): PY=... DEV=cpu CASES=few.jsonl siamese_gpu_machine.sh DIR.
-# RESULTS_DIR gets build.log, original_refs.log, parity_cuda_fp32.log, parity_cpu_fp32.log,
-# e2e_cases.jsonl (the original's outputs there) and bench_report.txt.
+# RESULTS_DIR gets build.log, original_refs.log, parity_{cuda_fp32,cuda_fp16,cpu_fp32}.log,
+# e2e_cases.jsonl (the original's outputs there), bench.log and bench_report.txt.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 res=$(mkdir -p "${1:?usage: siamese_gpu_machine.sh RESULTS_DIR}" && cd "$1" && pwd)
@@ -52,12 +52,16 @@ cp "$work/model/e2e_cases.jsonl" "$res/" 2>/dev/null
 wait $build || { tail -n 40 "$res/build.log"; echo "build: FAILED"; exit 1; }
 echo "== build (beside the original's runs) took $(($(date +%s) - start)) s"
 fails=0
-for dp in "$dev fp32" "cpu fp32"; do
-  [[ $dp == "cpu fp32" && $dev == cpu && -f $res/parity_cpu_fp32.log ]] && continue
+# fp16 on the GPU is reported, not required: its states miss the 1e-4 bound by design; its end-to-end
+# output is to be read against the original's own GPU run (autocast, float16 products).
+combos=("$dev fp32" "cpu fp32")
+if [[ $dev == cpu ]]; then combos=("cpu fp32"); else combos+=("$dev fp16"); fi
+for dp in "${combos[@]}"; do
   set -- $dp
   REXNLU_SIAMESE_FULLSIZE=$work/model REXNLU_TEST_DEVICE=$1 REXNLU_TEST_PRECISION=$2 \
-    "$dir/tests/siamese_uie/test_siamese_uie" --gtest_filter='SiameseFullsize.*' > "$res/parity_$1_$2.log" 2>&1 || fails=$((fails + 1))
-  echo "== parity, rexnlu $1 $2:"; grep -E "cases|identical|^\[  (PASSED|FAILED)" "$res/parity_$1_$2.log"
+    "$dir/tests/siamese_uie/test_siamese_uie" --gtest_filter='SiameseFullsize.*' > "$res/parity_$1_$2.log" 2>&1 ||
+    [[ $2 == fp16 ]] || fails=$((fails + 1))
+  echo "== parity, rexnlu $1 $2:"; grep -E "cases|identical|DIFF|f64|^\[  (PASSED|FAILED)" "$res/parity_$1_$2.log"
 done
 DEVICES="$([[ $dev == cpu ]] && echo cpu || echo "$dev cpu")" PY=$py ROUNDS=${ROUNDS:-1} RUNS=${RUNS:-5} MODELSCOPE_SRC=$src \
   "$root/bench/run_siamese_bench.sh" "$dir" "$work" "$threads" > "$res/bench.log" 2>&1 || fails=$((fails + 1))
