@@ -19,24 +19,13 @@
 #   ORT_ACCURACY=1      0 leaves out the closing ONNX Runtime accuracy table (all five variants)
 # Needs BUILD_DIR/bench/encoder_bench (-DREXNLU_BUILD_BENCH=ON). WORK_DIR keeps the weights
 # (393 MB), the ONNX files (450 + 4 x 115 MB, exported and quantized once), results/ and report.txt.
-set -euo pipefail
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-BUILD="$(realpath "${1:-$ROOT/build}")"
-WORK="${2:-/tmp/rexnlu_cpu_bench}"
-THREADS="${3:-2}"
-ROUNDS="${ROUNDS:-3}"
+source "$(dirname "${BASH_SOURCE[0]}")/bench_common.sh" onnx-baseline /tmp/rexnlu_cpu_bench "$@"
 MIN_SECONDS="${MIN_SECONDS:-1}"
 read -r -a CASE_NAMES <<< "${CASES:-L128_b1 L128_b8 L512_b1}"
 read -r -a PRECISIONS <<< "${REXNLU_PRECISIONS:-fp32}"
 read -r -a ORT_VARIANT_NAMES <<< "${ORT_VARIANTS:-ort_fp32 ort_int8 ort_int8_pc}"
-PY="${PY:-$("$ROOT/scripts/python_env.sh" onnx-baseline)}"
 [[ -x "$BUILD/bench/encoder_bench" ]] || { echo "run_cpu_bench.sh: no $BUILD/bench/encoder_bench (build with -DREXNLU_BUILD_BENCH=ON)" >&2; exit 2; }
 mkdir -p "$WORK/results"
-
-PIN=()
-if command -v taskset >/dev/null && (( THREADS <= $(nproc) )); then
-  PIN=(taskset -c "${CPUS:-0-$((THREADS - 1))}")
-fi
 
 # rexnlu rows, one per precision. fp32 is encoder_bench as it is. int8 / bf16 (issue 14 items 1-2)
 # come in as encoder_bench's arguments DEVICE PRECISION (cpu int8): it must print "precision" in its JSON lines
