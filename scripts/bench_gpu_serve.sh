@@ -14,6 +14,7 @@
 #   eval   the demo model's `rexnlu eval` on the eval sets of docs/accuracy.md (EVAL_TAR: the
 #          eval_*.jsonl of tools/train/convert_data.py) on cuda fp16 and fp32.
 #
+# EVAL_TIMEOUT (s, default 60) bounds each eval set.
 #   SYSROOT_TAR=... BOOST_TAR=... EVAL_TAR=... ORIG_DIR=... OUT=dir scripts/bench_gpu_serve.sh
 # PHASES (default "build serve oom e2e eval") picks phases; BUILD_DIR (default build-gpu-serve)
 # may hold a finished build (then leave "build" out). DEVICE=cpu runs the GPU rows on the CPU (a
@@ -158,7 +159,7 @@ if has eval && [ -n "${EVAL_TAR:-}" ]; then
       for f in "$dir"/eval_data/eval_*.jsonl; do
         n=$(basename "$f" .jsonl); n=${n#eval_}
         match=offsets; [ "$n" = duie_dev ] && match=text
-        "$rexnlu" eval --model "$demo" --device "$dev" --precision "$p" --data "$f" --match "$match" --batch-size 64 --json --no-progress \
+        timeout "${EVAL_TIMEOUT:-60}" "$rexnlu" eval --model "$demo" --device "$dev" --precision "$p" --data "$f" --match "$match" --batch-size 64 --json --no-progress \
           > "$out/eval_${dev}_$p/$n.json" 2> "$dir/eval_${p}_$n.err" || echo "   eval $n $p failed: $(tail -2 "$dir/eval_${p}_$n.err")"
       done
     ) &
