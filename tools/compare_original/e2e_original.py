@@ -27,6 +27,7 @@ OUT.jsonl: the pipeline's output per text (first round), {"text", "output"}.
 """
 import argparse
 import contextlib
+import importlib.machinery
 import json
 import os
 import statistics
@@ -40,6 +41,7 @@ def stub_missing(name, **attrs):
         __import__(name)
     except ImportError:
         m = types.ModuleType(name)
+        m.__spec__ = importlib.machinery.ModuleSpec(name, None)  # importlib.util.find_spec() must not fail on it
         m.__dict__.update(attrs)
         sys.modules[name] = m
 
@@ -57,8 +59,9 @@ def main():
     from safetensors.torch import load_file
     from transformers import AutoConfig, AutoTokenizer
 
-    stub_missing("datasets", load_dataset=None)
     stub_missing("jsonlines")
+    import transformers.trainer  # noqa: F401  before the datasets stub: it asks whether datasets is installed
+    stub_missing("datasets", load_dataset=None)
     sys.path.insert(0, a.orig)
     from rex.data_utils import data_loader, token_config  # original code
     from rex.model import model as rex_model
