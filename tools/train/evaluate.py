@@ -32,10 +32,13 @@ def main():
     ap.add_argument("--data", default=".device/train/eval")
     ap.add_argument("--out", default=None)
     ap.add_argument("--sets", default=",".join(EVAL_SETS))
+    ap.add_argument("--device", default="cpu", help="cpu (strict float32) or cuda (TF32 allowed, as train.py's eval)")
     a = ap.parse_args()
     torch.set_num_threads(max(1, os.cpu_count() or 1))
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = a.device == "cuda"
     tok = BertTokenizer(f"{a.model}/vocab.txt")
-    pred = Predictor(load_model(a.model), tok, "cpu", max_batch_tokens=8192)
+    pred = Predictor(load_model(a.model).to(a.device), tok, a.device,
+                     max_batch_tokens=8192 if a.device == "cpu" else 32768)  # cuda: as train.py's eval
     res = {}
     for name in a.sets.split(","):
         samples = [json.loads(l) for l in open(f"{a.data}/eval_{name}.jsonl", encoding="utf-8").read().split("\n")

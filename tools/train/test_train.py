@@ -207,6 +207,32 @@ class ResumeTest(unittest.TestCase):
                 self.assertTrue(torch.equal(a[k], b[k]), k)
 
 
+@unittest.skipIf(torch is None, "torch not installed")
+class AverageTest(unittest.TestCase):
+    """average.py: the element-wise mean of the models' weights (F16 out), and a clear refusal of
+    models whose tensor names or shapes differ."""
+
+    def test_mean_and_mismatch(self):
+        import subprocess
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            a = {"w": torch.tensor([[1.0, 2.0], [3.0, -4.0]]).half(), "b": torch.tensor([0.5, 1.0]).half()}
+            b = {"w": torch.tensor([[2.0, 2.0], [0.0, 4.0]]).half(), "b": torch.tensor([0.25, -1.0]).half()}
+            st_io.save(a, f"{d}/a.safetensors")
+            st_io.save(b, f"{d}/b.safetensors")
+            st_io.save({"w": a["w"]}, f"{d}/c.safetensors")
+            subprocess.run([sys.executable, f"{HERE}/average.py", "--out", f"{d}/m.safetensors",
+                            f"{d}/a.safetensors", f"{d}/b.safetensors"], check=True, capture_output=True)
+            m = st_io.load(f"{d}/m.safetensors")
+            self.assertEqual(m["w"].dtype, torch.float16)
+            self.assertTrue(torch.equal(m["w"], torch.tensor([[1.5, 2.0], [1.5, 0.0]]).half()))
+            self.assertTrue(torch.equal(m["b"], torch.tensor([0.375, 0.0]).half()))
+            r = subprocess.run([sys.executable, f"{HERE}/average.py", "--out", f"{d}/x.safetensors",
+                                f"{d}/a.safetensors", f"{d}/c.safetensors"], capture_output=True, text=True)
+            self.assertNotEqual(r.returncode, 0)
+            self.assertIn("c.safetensors: tensor names or shapes differ", r.stderr)
+
+
 class LabelVariationTest(unittest.TestCase):
     def test_held_out_names_never_train(self):
         import labels as L

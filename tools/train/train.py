@@ -148,6 +148,8 @@ def main():
     ap.add_argument("--init", default=None, help="model directory whose weights start the run (fresh optimizer)")
     ap.add_argument("--resume", default=None, help="checkpoint.pt of a stopped run: continue it exactly")
     ap.add_argument("--export-dtype", default="f32", choices=["f32", "f16"])
+    ap.add_argument("--repeat", default="", help="SRC=N[,SRC=N]: use the instances of a source file N times "
+                    "per epoch (SRC as in the instances' src field, e.g. cluener=2)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     logf = open(f"{a.out}/log.txt", "a")
@@ -170,7 +172,10 @@ def main():
     insts = [x for x in insts if len(x["ids"]) <= R.MAX_LEN]
     for x in insts:
         x["segs"] = R.segments(tok, x["ids"])
-    log(f"{len(insts)} instances loaded in {time.time() - t0:.1f}s on {device}")
+    if a.repeat:
+        rep = {k: int(n) for k, n in (kv.split("=") for kv in a.repeat.split(","))}
+        insts = [x for x in insts for _ in range(rep.get(x["src"], 1))]
+    log(f"{len(insts)} instances loaded in {time.time() - t0:.1f}s on {device}{' (repeat ' + a.repeat + ')' if a.repeat else ''}")
 
     hidden, layers, heads, inter = SIZES[a.size]
     cfg = config_for(hidden, layers, heads, inter)
@@ -323,7 +328,7 @@ def main():
     res = evaluate(model, tok, device, f"{a.data}/eval", log, a.eval_limit, a.eval_seconds)
     json.dump({"size": a.size, "params": n_params, "mlm_frac": a.mlm_frac, "mlm_steps": mlm_steps, "steps": step,
                "epochs": epoch, "total_steps": st["total"], "finished": st["finished"], "init": a.init,
-               "resume": a.resume, "seed": a.seed, "lr": a.lr, "eval": res},
+               "resume": a.resume, "seed": a.seed, "lr": a.lr, "repeat": a.repeat, "eval": res},
               open(f"{a.out}/eval.json", "w"), indent=2)
     log(f"total {time.time() - t0:.0f}s")
 
