@@ -34,10 +34,11 @@ void check_rows(const char* op, const DisentangledAttention& a, const backends::
 #if REXNLU_HAVE_CUDA
 // The CUDA kernel's arguments for the sequences of `batch` (checked by check_rows and the mask checks).
 backends::cuda::AttentionArgs cuda_args(const DisentangledAttention& a, const backends::cuda::DeviceBatch& batch,
-                                        DType compute) {
+                                        const backends::cuda::CudaBackend& cb) {
   backends::cuda::AttentionArgs c;
   c.type = DType::kF32;
-  c.compute = compute;
+  c.compute = cb.compute_type();
+  c.tensor_cores = cb.attention_tensor_cores();
   c.batch = batch;
   c.num_heads = a.num_heads;
   c.head_dim = to_int(a.q.cols() / a.num_heads);
@@ -93,7 +94,7 @@ void disentangled_attention(backends::Backend& be, const DisentangledAttention& 
       auto& cb = backends::cuda::CudaBackend::of(be);
       const Workspace::Frame frame(be.workspace());
       const backends::cuda::DeviceBatch one = cb.one_sequence(to_int(L), a.position_ids.i32(), a.mask.u8());
-      backends::cuda::disentangled_attention(cuda_args(a, one, cb.compute_type()), cb.stream());
+      backends::cuda::disentangled_attention(cuda_args(a, one, cb), cb.stream());
       return;
     }
 #endif
@@ -112,7 +113,7 @@ void disentangled_attention(backends::Backend& be, const DisentangledAttention& 
     // Every sequence in ONE launch (pack_sequences checked the masks and put the tables on the device).
     check_rows(op, a, be);
     auto& cb = backends::cuda::CudaBackend::of(be);
-    backends::cuda::disentangled_attention(cuda_args(a, device_batch(seqs, a.position_ids.i32()), cb.compute_type()),
+    backends::cuda::disentangled_attention(cuda_args(a, device_batch(seqs, a.position_ids.i32()), cb),
                                            cb.stream());
     return;
   }

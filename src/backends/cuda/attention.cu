@@ -239,7 +239,8 @@ void launch(const AttentionArgs& a, cudaStream_t stream) {
   // covers the GPU: measured on the H200 (docs/benchmarks.md), at L=128 it took 62-70 us at
   // batch 1 (48 blocks) against 35 us here, 74 against 121 us at batch 8, 270 against 350 at 32.
   const long mma_blocks = static_cast<long>((a.batch.max_length + 31) / 32) * a.num_heads * a.batch.num_sequences;
-  if (a.compute != DType::kF32 && mma_blocks >= sms && attention_mma_supported(a)) {
+  const bool mma_wanted = a.tensor_cores == 1 || (a.tensor_cores != 0 && mma_blocks >= sms);
+  if (a.compute != DType::kF32 && mma_wanted && attention_mma_supported(a)) {
     disentangled_attention_mma(a, stream);
     return;
   }

@@ -54,6 +54,8 @@ CudaBackend::CudaBackend(int device_index, Precision precision)
   blas_workspace_ = allocate_persistent(blas_workspace_bytes_);
   const char* graphs = std::getenv("REXNLU_CUDA_GRAPHS");
   graphs_enabled_ = graphs == nullptr || std::string(graphs) != "0";
+  if (const char* mma = std::getenv("REXNLU_CUDA_MMA_ATTENTION"); mma != nullptr && *mma != 0)
+    attention_tensor_cores_ = std::string(mma) == "0" ? 0 : std::string(mma) == "1" ? 1 : -1;
 }
 
 CudaBackend::~CudaBackend() {

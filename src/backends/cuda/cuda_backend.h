@@ -47,6 +47,9 @@ class CudaBackend final : public Backend {
   // The arithmetic type of --precision: F32, F16 or BF16 (the weights' storage type, and the
   // tensor-core type of the attention products).
   DType compute_type() const;
+  // Where the attention uses the tensor-core kernel (AttentionArgs::tensor_cores): -1 auto (default),
+  // REXNLU_CUDA_MMA_ATTENTION=0 never, =1 wherever supported (for tests and as a fallback).
+  int attention_tensor_cores() const { return attention_tensor_cores_; }
   // Enqueues a product on the stream with this backend's cuBLASLt workspace.
   void gemm(const GemmArgs& args);
   // One packed sequence of `length` rows as a DeviceBatch (offsets in the workspace: call inside
@@ -68,6 +71,7 @@ class CudaBackend final : public Backend {
   std::map<std::string, std::unique_ptr<Graph>> graphs_;
   std::map<std::string, int> passes_seen_;
   bool graphs_enabled_ = true;
+  int attention_tensor_cores_ = -1;
 };
 
 }  // namespace rexnlu::backends::cuda

@@ -51,6 +51,9 @@ struct AttentionArgs {
   // rounded to it when staged and the probabilities once more before P·V) where its grid fills
   // the GPU (at least one block per multiprocessor), else the F32 kernel.
   DType compute = DType::kF32;
+  // Where the tensor-core kernel runs (compute F16/BF16 only): -1 where its grid fills the GPU
+  // (the default), 0 never, 1 wherever it is supported (CudaBackend: REXNLU_CUDA_MMA_ATTENTION).
+  int tensor_cores = -1;
   DeviceBatch batch;
   int num_heads = 0;
   int head_dim = 0;  // 16, 32, 64 or 128
