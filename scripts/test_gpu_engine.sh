@@ -10,6 +10,13 @@
 #   3. decoding with fp32, fp16 and bf16 weights on the GPU vs the original's e2e cases
 #      (test_uie Parity.*: every case with min_abs_logit >= 1e-3 in fp32, >= 1e-2 in fp16/bf16
 #      must decode identically; the others are reported).
+#   4. the trained demo model in fp16/bf16 vs fp32 on real inputs (issue 13 item 5): test_demo_precision
+#      (st ner / st absa dev, batch 1 and 64, CUDA graphs on and off: no decision may flip far from
+#      the threshold, re-runs and graph replays must not change logits) and `rexnlu eval` of the
+#      same sets at batch 64 (F1 within 0.2 points of fp32). When the test fails, the same run
+#      localises: REXNLU_CUDA_VERIFY=1 evals (every linear layer and attention call checked
+#      against the host, "BAD" lines), and the LayerByLayer diagnostic (encoder cut after 1..4
+#      layers, tensor-core attention forced off/on).
 #   scripts/test_gpu_engine.sh            (SYSROOT=/tmp/sr by default, BUILD_DIR=build-gpu-engine)
 # Dependencies come from the prepared sysroot (oneDNN, nlohmann_json, utf8proc, CLI11, zlib,
 # GoogleTest): SYSROOT_TAR=path/sysroot.tar.xz unpacks it into SYSROOT first. CUDA_ARCH defaults
@@ -30,7 +37,7 @@ start=$(date +%s)
 cmake -S "$root" -B "$dir" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$sr" -DGTEST_ROOT="$sr" -DREXNLU_CUDA=ON \
   -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}" -DREXNLU_SERVER=OFF -DREXNLU_BUILD_TESTS=ON \
   -DREXNLU_BUILD_BENCH="${BENCH:-0}" >"$dir.configure.log" 2>&1 || { cat "$dir.configure.log"; exit 1; }
-targets="test_ops test_kernels_cuda test_models test_fullsize_original test_uie test_siamese_uie rexnlu_cli"
+targets="test_ops test_kernels_cuda test_models test_fullsize_original test_uie test_demo_precision test_siamese_uie rexnlu_cli"
 [ "${BENCH:-0}" = 1 ] && targets="$targets encoder_bench bench_kernels_cuda"
 # shellcheck disable=SC2086
 cmake --build "$dir" -j"$(nproc)" --target $targets 2>&1 | grep -E "error|warning|Error" ; test "${PIPESTATUS[0]}" = 0 || exit 1
@@ -40,8 +47,8 @@ fails=0
 step() {  # step NAME command...: runs it, prints its last lines, counts failures
   local name=$1; shift
   echo "== $name"
-  if "$@" > "$dir/$name.log" 2>&1; then grep -E "^\[  (PASSED|SKIPPED) |parity|fullsize|max scaled|tests? ran" "$dir/$name.log" | tail -n 40; echo "   ok"
-  else tail -n 60 "$dir/$name.log"; echo "   FAILED"; fails=$((fails + 1)); fi
+  if "$@" > "$dir/$name.log" 2>&1; then grep -E "^\[  (PASSED|SKIPPED) |parity|fullsize|max scaled|tests? ran|samples, .*forwards" "$dir/$name.log" | tail -n 40; echo "   ok"
+  else tail -n 60 "$dir/$name.log"; echo "   FAILED"; fails=$((fails + 1)); return 1; fi
 }
 step ops_all_backends "$dir/tests/ops/test_ops"
 step cuda_kernels "$dir/tests/cuda/test_kernels_cuda"
@@ -51,6 +58,43 @@ step fullsize_gpu_fp32 env REXNLU_TEST_DEVICE=cuda "$dir/tests/models/test_fulls
 step fullsize_cpu_fp32 "$dir/tests/models/test_fullsize_original"
 for p in fp32 fp16 bf16; do
   step "e2e_gpu_$p" env REXNLU_TEST_DEVICE=cuda REXNLU_TEST_PRECISION=$p "$dir/tests/uie/test_uie" --gtest_filter='Parity.*'
+done
+if ! step demo_precision_gpu env REXNLU_TEST_DEVICE=cuda "$dir/tests/uie/test_demo_precision" \
+    --gtest_filter='DemoModelPrecision.ReducedPrecision*'; then
+  grep -E "samples,|far flip|sample .* differs" "$dir/demo_precision_gpu.log" | head -n 40
+  echo "-- localisation: every linear layer and attention call of 64 samples checked against the host (REXNLU_CUDA_VERIFY=1)"
+  for set in st_absa st_ner; do
+    for p in fp16 bf16; do
+      REXNLU_CUDA_VERIFY=1 "$dir/apps/rexnlu" eval --data "$root/tests/data/demo_eval/${set}_dev.jsonl" --limit 64 \
+        --model "$root/models/rexnlu-demo-zh-small" --device cuda --precision $p --batch-size 64 --json --no-progress \
+        > /dev/null 2> "$dir/verify_${set}_$p.log"
+      echo "   $set $p: $(grep -c '^VERIFY' "$dir/verify_${set}_$p.log") checks, $(grep -c ' BAD$' "$dir/verify_${set}_$p.log") BAD"
+      grep ' BAD$' "$dir/verify_${set}_$p.log" | head -n 4
+    done
+  done
+  step demo_layers_gpu env REXNLU_TEST_DEVICE=cuda REXNLU_TEST_DIAG=1 "$dir/tests/uie/test_demo_precision" \
+    --gtest_filter='DemoModelPrecision.LayerByLayer'
+  grep -E "^layers|recorded" "$dir/demo_layers_gpu.log"
+fi
+# The same sets through `rexnlu eval` at batch 64: fp16 / bf16 F1 within 0.2 points of fp32.
+demo_eval() {  # set precision [env...] -> "f1 tp fp fn"
+  local set=$1 p=$2; shift 2
+  env "$@" "$dir/apps/rexnlu" eval --data "$root/tests/data/demo_eval/${set}_dev.jsonl" --model "$root/models/rexnlu-demo-zh-small" \
+    --device cuda --precision "$p" --batch-size 64 --json --no-progress 2>/dev/null |
+    python3 -c 'import json,sys; x=json.load(sys.stdin)["results"]["extraction"]; print("%.4f %d %d %d" % (x["f1"], x["tp"], x["fp"], x["fn"]))' 2>/dev/null
+}
+echo "== demo_eval_gpu (rexnlu eval, batch 64, F1 tp fp fn)"
+for set in st_ner st_absa; do
+  ref=$(demo_eval $set fp32 X=1)
+  echo "   $set fp32: $ref"
+  for p in fp16 bf16; do
+    for g in 1 0; do
+      got=$(demo_eval $set $p REXNLU_CUDA_GRAPHS=$g)
+      verdict=$(python3 -c 'import sys; a,b=float(sys.argv[1].split()[0] or "nan"),float(sys.argv[2].split()[0] or "nan"); print("ok" if abs(a-b)<=0.002 else "FAILED (more than 0.2 points)")' "${ref:-nan}" "${got:-nan}" 2>/dev/null || echo FAILED)
+      echo "   $set $p graphs=$g: $got  $verdict"
+      [ "$verdict" = ok ] || fails=$((fails + 1))
+    done
+  done
 done
 step siamese_forward_gpu_fp32 env REXNLU_TEST_DEVICE=cuda "$dir/tests/siamese_uie/test_siamese_uie" --gtest_filter='SiameseForward.*'
 step cli_gpu "$dir/apps/rexnlu" extract "北大西洋议会春季会议26日在西班牙巴塞罗那闭幕。" --schema '{"人物":null,"地理位置":null,"组织机构":null}' \

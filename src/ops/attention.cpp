@@ -7,6 +7,7 @@
 #if REXNLU_HAVE_CUDA
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/ops.h"
+#include "ops/cuda_verify.h"
 #endif
 
 namespace rexnlu::ops {
@@ -94,7 +95,9 @@ void disentangled_attention(backends::Backend& be, const DisentangledAttention& 
       auto& cb = backends::cuda::CudaBackend::of(be);
       const Workspace::Frame frame(be.workspace());
       const backends::cuda::DeviceBatch one = cb.one_sequence(to_int(L), a.position_ids.i32(), a.mask.u8());
-      backends::cuda::disentangled_attention(cuda_args(a, one, cb), cb.stream());
+      const backends::cuda::AttentionArgs args = cuda_args(a, one, cb);
+      backends::cuda::disentangled_attention(args, cb.stream());
+      if (cuda_verify::enabled()) cuda_verify::attention(args, cb.stream());
       return;
     }
 #endif
@@ -113,8 +116,9 @@ void disentangled_attention(backends::Backend& be, const DisentangledAttention& 
     // Every sequence in ONE launch (pack_sequences checked the masks and put the tables on the device).
     check_rows(op, a, be);
     auto& cb = backends::cuda::CudaBackend::of(be);
-    backends::cuda::disentangled_attention(cuda_args(a, device_batch(seqs, a.position_ids.i32()), cb),
-                                           cb.stream());
+    const backends::cuda::AttentionArgs args = cuda_args(a, device_batch(seqs, a.position_ids.i32()), cb);
+    backends::cuda::disentangled_attention(args, cb.stream());
+    if (cuda_verify::enabled()) cuda_verify::attention(args, cb.stream());
     return;
   }
 #endif

@@ -7,6 +7,7 @@
 #if REXNLU_HAVE_CUDA
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/ops.h"
+#include "ops/cuda_verify.h"
 #endif
 
 namespace rexnlu::ops {
@@ -115,6 +116,7 @@ void linear(backends::Backend& be, ConstTensorRef x, const Linear& w, TensorRef 
       g.ldc = to_int(y.ld());
       g.bias = w.bias.empty() ? nullptr : w.bias.ref().data;
       cb.gemm(g);
+      if (ops::cuda_verify::enabled()) ops::cuda_verify::linear(g, cb.stream());
       return;
     }
 #endif

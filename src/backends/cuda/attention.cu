@@ -235,12 +235,7 @@ void launch(const AttentionArgs& a, cudaStream_t stream) {
   check(cudaGetDevice(&device), "cuda::disentangled_attention");
   check(cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device), "cuda::disentangled_attention");
   check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cuda::disentangled_attention");
-  // The tensor-core kernel (one block per 32 queries x head x sequence) only pays once its grid
-  // covers the GPU: measured on the H200 (docs/benchmarks.md), at L=128 it took 62-70 us at
-  // batch 1 (48 blocks) against 35 us here, 74 against 121 us at batch 8, 270 against 350 at 32.
-  const long mma_blocks = static_cast<long>((a.batch.max_length + 31) / 32) * a.num_heads * a.batch.num_sequences;
-  const bool mma_wanted = a.tensor_cores == 1 || (a.tensor_cores != 0 && mma_blocks >= sms);
-  if (a.compute != DType::kF32 && mma_wanted && attention_mma_supported(a)) {
+  if (attention_uses_tensor_cores(a)) {
     disentangled_attention_mma(a, stream);
     return;
   }
@@ -258,6 +253,19 @@ void launch(const AttentionArgs& a, cudaStream_t stream) {
 }
 
 }  // namespace
+
+bool attention_uses_tensor_cores(const AttentionArgs& a) {
+  if (a.compute == DType::kF32 || a.tensor_cores == 0 || a.batch.num_sequences <= 0) return false;
+  int device = 0, sms = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess)
+    return false;
+  // The tensor-core kernel (one block per 32 queries x head x sequence) only pays once its grid
+  // covers the GPU: measured on the H200 (docs/benchmarks.md), at L=128 it took 62-70 us at
+  // batch 1 (48 blocks) against 35 us here, 74 against 121 us at batch 8, 270 against 350 at 32.
+  const long mma_blocks = static_cast<long>((a.batch.max_length + 31) / 32) * a.num_heads * a.batch.num_sequences;
+  return (a.tensor_cores == 1 || mma_blocks >= sms) && attention_mma_supported(a);
+}
 
 void disentangled_attention(const AttentionArgs& a, cudaStream_t stream) {
   if (a.batch.num_sequences <= 0) return;

@@ -53,7 +53,9 @@ CudaBackend::CudaBackend(int device_index, Precision precision)
   blas_workspace_bytes_ = kBlasWorkspaceBytes;
   blas_workspace_ = allocate_persistent(blas_workspace_bytes_);
   const char* graphs = std::getenv("REXNLU_CUDA_GRAPHS");
-  graphs_enabled_ = graphs == nullptr || std::string(graphs) != "0";
+  // REXNLU_CUDA_VERIFY=1 (ops/cuda_verify.h) copies results back after each op: no recording then.
+  const char* verify = std::getenv("REXNLU_CUDA_VERIFY");
+  graphs_enabled_ = (graphs == nullptr || std::string(graphs) != "0") && !(verify && std::string(verify) == "1");
   if (const char* mma = std::getenv("REXNLU_CUDA_MMA_ATTENTION"); mma != nullptr && *mma != 0)
     attention_tensor_cores_ = std::string(mma) == "0" ? 0 : std::string(mma) == "1" ? 1 : -1;
 }

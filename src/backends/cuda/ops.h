@@ -74,6 +74,9 @@ struct AttentionArgs {
 // the longest sequence needs more shared memory than the device has: the score rows take
 // 8 x L floats, so at head_dim 64 L = 512 needs 60 KB (fits sm_75's 64 KB), larger L needs sm_80+.
 void disentangled_attention(const AttentionArgs& args, cudaStream_t stream);
+// Whether disentangled_attention(args) runs the tensor-core kernel (attention_mma.cu) on the
+// current device.
+bool attention_uses_tensor_cores(const AttentionArgs& args);
 
 // The link head's scores (as models::RexLinkHead computes them): Z_b = q_b · k_b^T per sequence, fp32, with
 // q and k the rotary-applied rows of the packed batch (row stride ld, `dim` columns).
