@@ -18,6 +18,7 @@
 #      against the host, "BAD" lines), and the LayerByLayer diagnostic (encoder cut after 1..4
 #      layers, tensor-core attention forced off/on).
 #   scripts/test_gpu_engine.sh            (SYSROOT=/tmp/sr by default, BUILD_DIR=build-gpu-engine)
+#   ONLY_DEMO=1 scripts/test_gpu_engine.sh   (step 4 alone: builds rexnlu and test_demo_precision only)
 # Dependencies come from the prepared sysroot (oneDNN, nlohmann_json, utf8proc, CLI11, zlib,
 # GoogleTest): SYSROOT_TAR=path/sysroot.tar.xz unpacks it into SYSROOT first. CUDA_ARCH defaults
 # to 90 (H100/H200). REXNLU_COMMIT names the commit when the tree is a copy without .git.
@@ -38,6 +39,7 @@ cmake -S "$root" -B "$dir" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$sr" 
   -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}" -DREXNLU_SERVER=OFF -DREXNLU_BUILD_TESTS=ON \
   -DREXNLU_BUILD_BENCH="${BENCH:-0}" >"$dir.configure.log" 2>&1 || { cat "$dir.configure.log"; exit 1; }
 targets="test_ops test_kernels_cuda test_models test_fullsize_original test_uie test_demo_precision test_siamese_uie rexnlu_cli"
+[ "${ONLY_DEMO:-0}" = 1 ] && targets="test_demo_precision rexnlu_cli"
 [ "${BENCH:-0}" = 1 ] && targets="$targets encoder_bench bench_kernels_cuda"
 # shellcheck disable=SC2086
 cmake --build "$dir" -j"$(nproc)" --target $targets 2>&1 | grep -E "error|warning|Error" ; test "${PIPESTATUS[0]}" = 0 || exit 1
@@ -50,15 +52,13 @@ step() {  # step NAME command...: runs it, prints its last lines, counts failure
   if "$@" > "$dir/$name.log" 2>&1; then grep -E "^\[  (PASSED|SKIPPED) |parity|fullsize|max scaled|tests? ran|samples, .*forwards" "$dir/$name.log" | tail -n 40; echo "   ok"
   else tail -n 60 "$dir/$name.log"; echo "   FAILED"; fails=$((fails + 1)); return 1; fi
 }
-step ops_all_backends "$dir/tests/ops/test_ops"
-step cuda_kernels "$dir/tests/cuda/test_kernels_cuda"
-step tiny_parity_gpu_fp32 env REXNLU_TEST_DEVICE=cuda "$dir/tests/models/test_models" --gtest_filter='RexParity.*'
-python3 "$root/tools/compare_original/fullsize_case.py" "$dir/fullsize_case" > "$dir/fullsize_case.log" 2>&1 || { cat "$dir/fullsize_case.log"; fails=$((fails + 1)); }
-step fullsize_gpu_fp32 env REXNLU_TEST_DEVICE=cuda "$dir/tests/models/test_fullsize_original"
-step fullsize_cpu_fp32 "$dir/tests/models/test_fullsize_original"
-for p in fp32 fp16 bf16; do
-  step "e2e_gpu_$p" env REXNLU_TEST_DEVICE=cuda REXNLU_TEST_PRECISION=$p "$dir/tests/uie/test_uie" --gtest_filter='Parity.*'
-done
+# 4 first: the demo model in reduced precision (ONLY_DEMO=1 stops after it).
+demo_eval() {  # set precision [env...] -> "f1 tp fp fn"
+  local set=$1 p=$2; shift 2
+  env "$@" "$dir/apps/rexnlu" eval --data "$root/tests/data/demo_eval/${set}_dev.jsonl" --model "$root/models/rexnlu-demo-zh-small" \
+    --device cuda --precision "$p" --batch-size 64 --json --no-progress 2>/dev/null |
+    python3 -c 'import json,sys; x=json.load(sys.stdin)["results"]["extraction"]; print("%.4f %d %d %d" % (x["f1"], x["tp"], x["fp"], x["fn"]))' 2>/dev/null
+}
 if ! step demo_precision_gpu env REXNLU_TEST_DEVICE=cuda "$dir/tests/uie/test_demo_precision" \
     --gtest_filter='DemoModelPrecision.ReducedPrecision*'; then
   grep -E "samples,|far flip|sample .* differs" "$dir/demo_precision_gpu.log" | head -n 40
@@ -72,17 +72,15 @@ if ! step demo_precision_gpu env REXNLU_TEST_DEVICE=cuda "$dir/tests/uie/test_de
       grep ' BAD$' "$dir/verify_${set}_$p.log" | head -n 4
     done
   done
+  echo "-- localisation: fp16 rexnlu eval with the tensor-core attention never / always (REXNLU_CUDA_MMA_ATTENTION)"
+  for set in st_absa st_ner; do
+    for e in 0 1; do echo "   $set fp16 batch 64, REXNLU_CUDA_MMA_ATTENTION=$e: $(demo_eval $set fp16 REXNLU_CUDA_MMA_ATTENTION=$e)"; done
+  done
   step demo_layers_gpu env REXNLU_TEST_DEVICE=cuda REXNLU_TEST_DIAG=1 "$dir/tests/uie/test_demo_precision" \
     --gtest_filter='DemoModelPrecision.LayerByLayer'
   grep -E "^layers|recorded" "$dir/demo_layers_gpu.log"
 fi
 # The same sets through `rexnlu eval` at batch 64: fp16 / bf16 F1 within 0.2 points of fp32.
-demo_eval() {  # set precision [env...] -> "f1 tp fp fn"
-  local set=$1 p=$2; shift 2
-  env "$@" "$dir/apps/rexnlu" eval --data "$root/tests/data/demo_eval/${set}_dev.jsonl" --model "$root/models/rexnlu-demo-zh-small" \
-    --device cuda --precision "$p" --batch-size 64 --json --no-progress 2>/dev/null |
-    python3 -c 'import json,sys; x=json.load(sys.stdin)["results"]["extraction"]; print("%.4f %d %d %d" % (x["f1"], x["tp"], x["fp"], x["fn"]))' 2>/dev/null
-}
 echo "== demo_eval_gpu (rexnlu eval, batch 64, F1 tp fp fn)"
 for set in st_ner st_absa; do
   ref=$(demo_eval $set fp32 X=1)
@@ -95,6 +93,16 @@ for set in st_ner st_absa; do
       [ "$verdict" = ok ] || fails=$((fails + 1))
     done
   done
+done
+if [ "${ONLY_DEMO:-0}" = 1 ]; then echo "== $fails failed step(s)"; exit $((fails > 0)); fi
+step ops_all_backends "$dir/tests/ops/test_ops"
+step cuda_kernels "$dir/tests/cuda/test_kernels_cuda"
+step tiny_parity_gpu_fp32 env REXNLU_TEST_DEVICE=cuda "$dir/tests/models/test_models" --gtest_filter='RexParity.*'
+python3 "$root/tools/compare_original/fullsize_case.py" "$dir/fullsize_case" > "$dir/fullsize_case.log" 2>&1 || { cat "$dir/fullsize_case.log"; fails=$((fails + 1)); }
+step fullsize_gpu_fp32 env REXNLU_TEST_DEVICE=cuda "$dir/tests/models/test_fullsize_original"
+step fullsize_cpu_fp32 "$dir/tests/models/test_fullsize_original"
+for p in fp32 fp16 bf16; do
+  step "e2e_gpu_$p" env REXNLU_TEST_DEVICE=cuda REXNLU_TEST_PRECISION=$p "$dir/tests/uie/test_uie" --gtest_filter='Parity.*'
 done
 step siamese_forward_gpu_fp32 env REXNLU_TEST_DEVICE=cuda "$dir/tests/siamese_uie/test_siamese_uie" --gtest_filter='SiameseForward.*'
 step cli_gpu "$dir/apps/rexnlu" extract "北大西洋议会春季会议26日在西班牙巴塞罗那闭幕。" --schema '{"人物":null,"地理位置":null,"组织机构":null}' \
