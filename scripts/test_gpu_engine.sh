@@ -39,7 +39,7 @@ cmake -S "$root" -B "$dir" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$sr" 
   -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}" -DREXNLU_SERVER=OFF -DREXNLU_BUILD_TESTS=ON \
   -DREXNLU_BUILD_BENCH="${BENCH:-0}" >"$dir.configure.log" 2>&1 || { cat "$dir.configure.log"; exit 1; }
 targets="test_ops test_kernels_cuda test_models test_fullsize_original test_uie test_demo_precision test_siamese_uie rexnlu_cli"
-[ "${ONLY_DEMO:-0}" = 1 ] && targets="test_demo_precision rexnlu_cli"
+[ "${ONLY_DEMO:-0}" = 1 ] && targets="test_demo_precision rexnlu_cli test_kernels_cuda"
 [ "${BENCH:-0}" = 1 ] && targets="$targets encoder_bench bench_kernels_cuda"
 # shellcheck disable=SC2086
 cmake --build "$dir" -j"$(nproc)" --target $targets 2>&1 | grep -E "error|warning|Error" ; test "${PIPESTATUS[0]}" = 0 || exit 1
@@ -94,7 +94,13 @@ for set in st_ner st_absa; do
     done
   done
 done
-if [ "${ONLY_DEMO:-0}" = 1 ]; then echo "== $fails failed step(s)"; exit $((fails > 0)); fi
+if [ "${ONLY_DEMO:-0}" = 1 ]; then
+  # The kernels at the demo model's batch-64 shapes (large-M 16-bit products, 64-prompt attention, run-to-run bits).
+  step kernels_at_demo_batch_shapes "$dir/tests/cuda/test_kernels_cuda" \
+    --gtest_filter='Gpu.GemmMatchesCpuAtLargeBatchRowCounts:Gpu.DisentangledAttentionIsDeterministicAtDemoBatchShapes'
+  echo "== $fails failed step(s)"
+  exit $((fails > 0))
+fi
 step ops_all_backends "$dir/tests/ops/test_ops"
 step cuda_kernels "$dir/tests/cuda/test_kernels_cuda"
 step tiny_parity_gpu_fp32 env REXNLU_TEST_DEVICE=cuda "$dir/tests/models/test_models" --gtest_filter='RexParity.*'

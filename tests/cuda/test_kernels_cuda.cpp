@@ -273,6 +273,37 @@ TEST_F(Gpu, GemmMatchesCpuAtModelShapes) {
   EXPECT_GT(blas.cached_plans(), 0u);
 }
 
+// The 16-bit products at the row counts of a batch of 64 prompts of the demo model (hidden 256,
+// FFN 1024; an odd M): the kernel cuBLASLt picks for large M is not the one of the shapes above.
+// The same call twice must give the same bits (no race, no order-dependent reduction).
+TEST_F(Gpu, GemmMatchesCpuAtLargeBatchRowCounts) {
+  kg::Blas blas;
+  DeviceBuffer ws(32u << 20);
+  for (auto [M, K, N] : {std::tuple{4099, 256, 768}, {4099, 1024, 256}, {6400, 256, 1024}, {6400, 256, 512}}) {
+    for (DType t : {DType::kF16, DType::kBF16}) {
+      auto x = random_vec(size_t(M) * K, 11, -4.0f, 4.0f), w = random_vec(size_t(N) * K, 12, -0.1f, 0.1f);
+      auto bias = random_vec(N, 13);
+      round_to(x, t), round_to(w, t);
+      std::vector<float> want(size_t(M) * N);
+      kc::linear(x.data(), M, K, w.data(), bias.data(), N, want.data(), N);
+      auto dx = DeviceBuffer::from(x, t), dw = DeviceBuffer::from(w, t), db = DeviceBuffer::from(bias, DType::kF32);
+      DeviceBuffer dy(size_t(M) * N * 4), dy2(size_t(M) * N * 4);
+      dy.poison(), dy2.poison();
+      kg::GemmArgs g;
+      g.M = M, g.N = N, g.K = K, g.A = dx.get(), g.lda = K, g.B = dw.get(), g.ldb = K, g.ab_type = t;
+      g.C = dy.get(), g.ldc = N, g.c_type = DType::kF32, g.bias = db.get();
+      blas.gemm(g, ws.get(), 32u << 20, nullptr);
+      g.C = dy2.get();
+      blas.gemm(g, ws.get(), 32u << 20, nullptr);
+      const std::string what = "linear " + std::to_string(M) + "x" + std::to_string(K) + "->" + std::to_string(N) + " " +
+                               name(t) + "->f32";
+      const std::vector<float> got = dy.floats(DType::kF32);
+      expect_close(got, want, tolerance(DType::kF32), what);
+      EXPECT_EQ(std::memcmp(got.data(), dy2.floats(DType::kF32).data(), got.size() * 4), 0) << what << ": run twice, other bits";
+    }
+  }
+}
+
 TEST_F(Gpu, LayerNormWithResidualMatchesCpu) {
   const int rows = 300, cols = 768;
   auto gamma = random_vec(cols, 7, 0.5f, 1.5f), beta = random_vec(cols, 8);
@@ -425,6 +456,45 @@ TEST_F(Gpu, DisentangledAttentionTensorCoresMatchCpu) {
       check_attention(prompt, 12, 64, t, "attention 12x64 L=128,77,1,200,33", c);
       check_attention(long_one, 12, 64, t, "attention 12x64 L=512 pos 0..511", c);
       check_attention(Batch({40, 9}, 23), 4, 16, t, "attention 4x16 (tiny model)", c);
+    }
+  }
+}
+
+// A batch like the demo model's at batch 64 (4 heads x 64, 64 prompts of 17..130 tokens): the
+// dispatch picks the tensor-core kernel in 16-bit compute (its grid fills the GPU). Against the CPU,
+// and five launches of the same call must give the same bits: the kernels have no atomics, so a
+// difference is a race (a nondeterministic GPU answer on the demo model, docs/accuracy.md).
+TEST_F(Gpu, DisentangledAttentionIsDeterministicAtDemoBatchShapes) {
+  std::vector<int> lengths;
+  std::mt19937 rng(31);
+  for (int b = 0; b < 64; ++b) lengths.push_back(17 + static_cast<int>(rng() % 114));
+  const Batch batch(lengths, 32);
+  for (DType c : {DType::kF32, DType::kF16, DType::kBF16}) {
+    check_attention(batch, 4, 64, DType::kF32, "attention 4x64 64 prompts", c);
+    const int H = 4 * 64, rel_rows = 512;
+    auto qkv = random_vec(size_t(batch.rows) * 3 * H, 33, -3.0f, 3.0f), rel = random_vec(size_t(rel_rows) * 2 * H, 34, -3.0f, 3.0f);
+    DeviceBatchBuffers db(batch);
+    auto dqkv = DeviceBuffer::from(qkv, DType::kF32), drel = DeviceBuffer::from(rel, DType::kF32);
+    kg::AttentionArgs a;
+    a.type = DType::kF32, a.compute = c, a.batch = db.view, a.num_heads = 4, a.head_dim = 64;
+    a.q = dqkv.get(), a.k = dqkv.get<float>() + H, a.v = dqkv.get<float>() + 2 * H, a.ld_qkv = 3 * H;
+    a.q_rel = drel.get(), a.k_rel = drel.get<float>() + H, a.ld_rel = 2 * H, a.rel_rows = rel_rows;
+    a.scale = std::sqrt(64.0f * 3.0f), a.ld_out = H;
+    if (c != DType::kF32) {
+      EXPECT_TRUE(kg::attention_uses_tensor_cores(a)) << name(c);
+    }
+    std::vector<float> first;
+    for (int run = 0; run < 5; ++run) {
+      DeviceBuffer dout(size_t(batch.rows) * H * 4);
+      dout.poison();
+      a.out = dout.get();
+      kg::disentangled_attention(a, nullptr);
+      const std::vector<float> got = dout.floats(DType::kF32);
+      if (run == 0) {
+        first = got;
+      } else {
+        EXPECT_EQ(std::memcmp(got.data(), first.data(), got.size() * 4), 0) << name(c) << ": run " << run << " gave other bits";
+      }
     }
   }
 }
