@@ -12,7 +12,9 @@ the schedule ends with --minutes (logged: a rerun with that --total-steps follow
 schedule step by step). --resume CHECKPOINT continues a stopped run exactly where it stopped (same
 batches, same learning rates); --minutes is then this call's time box, and a run that is not done
 stops at it and writes a new checkpoint. --init MODEL_DIR starts from a model directory's weights
-(fp32 or fp16 safetensors) with a fresh optimizer.
+(fp32 or fp16 safetensors) with a fresh optimizer; a model with fewer layers than --size fills the
+deeper model by layer stacking (--init-stack). Sizes: tiny, narrow, small (the bundled model),
+medium, deep (8 x 256) and wide (6 x 384, the largest that keeps models/ within 40 MB in F16).
 """
 import argparse
 import gzip
@@ -166,7 +168,8 @@ def main():
     ap.add_argument("--call-steps", type=int, default=0, help="stop this call after this many steps (tests)")
     ap.add_argument("--init", default=None, help="model directory whose weights start the run (fresh optimizer)")
     ap.add_argument("--init-stack", default="repeat", choices=["interleave", "repeat"],
-                    help="when --init has fewer layers than --size: how its layers fill the deeper model (v2 -> 8 layers: circle loss 6.7 repeat, 9.0 interleave, 0.50 v2 itself, 64 training instances)")
+                    help="when --init has fewer layers than --size: how its layers fill the deeper model "
+                    "(v2 -> 8 layers, circle loss on 64 training instances: repeat 6.7, interleave 9.0, v2 0.50)")
     ap.add_argument("--resume", default=None, help="checkpoint.pt of a stopped run: continue it exactly")
     ap.add_argument("--export-dtype", default="f32", choices=["f32", "f16"])
     ap.add_argument("--repeat", default="", help="SRC=N[,SRC=N]: use the instances of a source file N times "
