@@ -208,6 +208,30 @@ class ResumeTest(unittest.TestCase):
 
 
 @unittest.skipIf(torch is None, "torch not installed")
+class StackInitTest(unittest.TestCase):
+    """train.stack_init: a deeper model from a shallower one's weights (--init with --size deeper):
+    layer i copies layer i*n//L (interleave) or i%n (repeat); the other tensors stay; the deeper
+    model loads the result strictly."""
+
+    def test_stack_tiny_two_into_four(self):
+        from model import RexModel, config_for
+        from train import stack_init
+        src = RexModel(config_for(64, 2, 4, 128)).state_dict()
+        for mode, order in (("interleave", [0, 0, 1, 1]), ("repeat", [0, 1, 0, 1])):
+            sd = stack_init(src, 4, mode)
+            RexModel(config_for(64, 4, 4, 128)).load_state_dict(sd, strict=True)
+            for i, j in enumerate(order):
+                for k, v in src.items():
+                    if k.startswith(f"plm.encoder.layer.{j}."):
+                        self.assertTrue(torch.equal(sd[k.replace(f"layer.{j}.", f"layer.{i}.", 1)], v), (mode, i, k))
+            for k, v in src.items():
+                if not k.startswith("plm.encoder.layer."):
+                    self.assertTrue(torch.equal(sd[k], v), k)
+        with self.assertRaises(ValueError):
+            stack_init(src, 1)
+
+
+@unittest.skipIf(torch is None, "torch not installed")
 class AverageTest(unittest.TestCase):
     """average.py: the element-wise mean of the models' weights (F16 out), and a clear refusal of
     models whose tensor names or shapes differ."""
