@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -93,6 +94,11 @@ void gemm(bool trans_b, int M, int N, int K, float alpha, const float* A, int ld
 
 std::shared_ptr<const void> prepare_f32_weights(const float* w, int out, int in) {
 #if defined(REXNLU_BLAS_DNNL)
+  static const bool off = [] {
+    const char* e = std::getenv("REXNLU_F32_PACKED");
+    return e != nullptr && std::string(e) == "0";
+  }();
+  if (off) return nullptr;
   auto packed = pack_matmul_weights(MatmulKind::kF32, w, out, in);
   if (is_packed(*packed)) return packed;
 #else

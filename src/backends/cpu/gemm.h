@@ -18,6 +18,7 @@ void gemm(bool trans_b, int M, int N, int K, float alpha, const float* A, int ld
 // behind gemm() repacks W on every call instead, which costs about 15% of a forward at 128 rows
 // (perf at L = 128 batch 1: jit_avx512_core_f32_copy_at_kern). Null where nothing is packed (no
 // oneDNN in this build, or oneDNN's kernel here reads the plain layout): linear() then runs gemm().
+// REXNLU_F32_PACKED=0 in the environment turns the packing off (for before/after benchmarks).
 std::shared_ptr<const void> prepare_f32_weights(const float* w, int out, int in);
 // Whether prepare_f32_weights packs here, and for describe() the kernel linear() runs on them.
 bool f32_weights_packed();
