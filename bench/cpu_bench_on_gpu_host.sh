@@ -4,7 +4,8 @@
 # dependency sysroot (SYSROOT_TAR, as scripts/test_gpu_engine.sh does; no CUDA, no HTTP server),
 # prepares the weights and the ONNX files while it builds, then
 #   1. tests/ops (the int8 / bf16 kernels against their references, packed vs plain weights) and
-#      the full-size int8 / bf16 link-sign test (test_fullsize_original) on this CPU;
+#      the full-size int8 / bf16 link-sign test (test_fullsize_original; FULLSIZE_FILTER, a gtest
+#      filter, picks other tests of it, e.g. the fp32 parity) on this CPU;
 #   2. the side-by-side benchmark at 2 threads (CASES, ROUNDS, TORCH as run_cpu_bench.sh takes them);
 #   3. the same at 16 threads, one round, if BUDGET_S (default 270) seconds are not yet spent.
 #   bench/cpu_bench_on_gpu_host.sh OUT_DIR      (SYSROOT_TAR=.device/sysroot.tar.xz)
@@ -31,7 +32,7 @@ echo "== built in $(($(date +%s) - start)) s"
 wait $prep || { tail -20 "$out/prepare.log"; exit 1; }
 echo "== prepared at $(($(date +%s) - start)) s"
 ln -sfn "$work/model" "$build/fullsize_case"  # the same generator and seed as test_fullsize_original's case
-"$build/tests/models/test_fullsize_original" --gtest_filter='*Int8*:*Bf16*' > "$out/fullsize.log" 2>&1
+"$build/tests/models/test_fullsize_original" --gtest_filter="${FULLSIZE_FILTER:-*Int8*:*Bf16*}" > "$out/fullsize.log" 2>&1
 echo "== fullsize rc $?"; grep -E "fullsize|PASSED|FAILED" "$out/fullsize.log"
 ORT_ACCURACY=0 bash "$root/bench/run_cpu_bench.sh" "$build" "$work" 2 > "$out/bench2.log" 2>"$out/bench2.err"
 echo "== 2 threads rc $? at $(($(date +%s) - start)) s"; cat "$out/bench2.log"

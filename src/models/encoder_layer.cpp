@@ -1,6 +1,5 @@
 #include "models/encoder_layer.h"
 
-#include "ops/activations.h"
 #include "ops/layer_norm.h"
 #include "ops/linear.h"
 
@@ -32,8 +31,7 @@ void attention_output_and_ffn(backends::Backend& be, const EncoderLayerWeights& 
   ops::linear(be, ctx, L.attn_out, attn);
   ops::layer_norm(be, attn, h, L.attn_ln, attn);
   const TensorRef inter = be.alloc(DType::kF32, {T, L.inter.out_features()});
-  ops::linear(be, attn, L.inter, inter);
-  ops::gelu_erf(be, inter);
+  ops::linear(be, attn, L.inter, inter, ops::Activation::kGeluErf);
   ops::linear(be, inter, L.out, h);
   ops::layer_norm(be, h, attn, L.out_ln, h);
 }

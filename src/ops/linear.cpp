@@ -3,6 +3,7 @@
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/gemm_bf16.h"
 #include "backends/cpu/gemm_int8.h"
+#include "ops/activations.h"
 #include "ops/check.h"
 #if REXNLU_HAVE_CUDA
 #include "backends/cuda/cuda_backend.h"
@@ -52,7 +53,7 @@ void gemm(backends::Backend& be, ConstTensorRef a, ConstTensorRef b, bool trans_
   }
 }
 
-void linear(backends::Backend& be, ConstTensorRef x, const Linear& w, TensorRef y) {
+void linear(backends::Backend& be, ConstTensorRef x, const Linear& w, TensorRef y, Activation act) {
   constexpr const char* op = "linear";
   const ConstTensorRef W = w.weight;
   detail::expect_matrix(op, "x", x, DType::kF32, be);
@@ -75,7 +76,7 @@ void linear(backends::Backend& be, ConstTensorRef x, const Linear& w, TensorRef 
         backends::cpu::linear_int8(x.f32(), rows, in, reinterpret_cast<const int8_t*>(W.data), w.prepared.get(),
                                    w.scale.ref().f32(), w.scaled_sum.ref().f32(), bias, out, y.f32(), to_int(y.ld()),
                                    scratch);
-        return;
+        break;
       }
       if (W.dtype == DType::kBF16) {  // --precision bf16 (backends/cpu/gemm_bf16.h)
         detail::expect_matrix(op, "W", W, DType::kBF16, be);
@@ -85,12 +86,13 @@ void linear(backends::Backend& be, ConstTensorRef x, const Linear& w, TensorRef 
             backends::cpu::linear_bf16_scratch_bytes(rows, in, out, w.prepared != nullptr));
         backends::cpu::linear_bf16(x.f32(), rows, in, reinterpret_cast<const uint16_t*>(W.data), w.prepared.get(), bias,
                                    out, y.f32(), to_int(y.ld()), scratch);
-        return;
+        break;
       }
       detail::expect_matrix(op, "W", W, DType::kF32, be);
       detail::expect(W.ld() == W.cols(), op, "W must be contiguous");
-      backends::cpu::linear(x.f32(), rows, in, W.f32(), bias, out, y.f32(), to_int(y.ld()));
-      return;
+      backends::cpu::linear(x.f32(), rows, in, W.f32(), w.prepared.get(), bias, out, y.f32(), to_int(y.ld()),
+                            act == Activation::kGeluErf);
+      return;  // activation fused
     }
 #if REXNLU_HAVE_CUDA
     case Device::kCuda: {
@@ -117,12 +119,13 @@ void linear(backends::Backend& be, ConstTensorRef x, const Linear& w, TensorRef 
       g.bias = w.bias.empty() ? nullptr : w.bias.ref().data;
       cb.gemm(g);
       if (ops::cuda_verify::enabled()) ops::cuda_verify::linear(g, cb.stream());
-      return;
+      break;
     }
 #endif
     default:
       detail::no_kernel(op, be);
   }
+  if (act == Activation::kGeluErf) gelu_erf(be, y);  // the kernels above have no fused activation
 }
 
 }  // namespace rexnlu::ops

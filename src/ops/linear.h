@@ -10,8 +10,14 @@ namespace rexnlu::ops {
 void gemm(backends::Backend& be, ConstTensorRef a, ConstTensorRef b, bool trans_b, float alpha, float beta,
           TensorRef c);
 
-// y [rows, out] = x [rows, in] · W^T + bias, for the weights in whatever layout the backend gave
-// the Linear (Backend::make_linear). y may be a column slice of a wider buffer.
-void linear(backends::Backend& be, ConstTensorRef x, const Linear& w, TensorRef y);
+// What linear applies to its output after the bias.
+enum class Activation {
+  kNone,
+  kGeluErf,  // exact GELU, as ops::gelu_erf; fused into the product where the kernel can (CPU fp32)
+};
+
+// y [rows, out] = act(x [rows, in] · W^T + bias), for the weights in whatever layout the backend
+// gave the Linear (Backend::make_linear). y may be a column slice of a wider buffer.
+void linear(backends::Backend& be, ConstTensorRef x, const Linear& w, TensorRef y, Activation act = Activation::kNone);
 
 }  // namespace rexnlu::ops

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "backends/cpu/gemm.h"
 #include "backends/cpu/gemm_bf16.h"
 #include "backends/cpu/gemm_int8.h"
 #include "ops/activations.h"
@@ -132,6 +133,28 @@ TEST_P(OpsTest, LinearOutSliceUsesTheFirstOutputs) {
       for (int i = 0; i < in; ++i) s += double(x[r * in + i]) * w[(16 + o) * in + i];
       ASSERT_NEAR(got[r * 16 + o], s, 1e-5);
     }
+}
+
+TEST_P(OpsTest, LinearWithGeluIsGeluOfLinear) {
+  // Sizes on both sides of gemm.cpp's threading threshold; ldy wider than out. CPU fp32: the packed
+  // weights' primitive with its GELU post-op where oneDNN packs (else the split sgemm + GELU per block).
+  for (auto [rows, in, out] : {std::tuple{3, 24, 40}, {130, 256, 320}}) {
+    const int ldy = out + 7;
+    auto x = random_vec(size_t(rows) * in, 40, -2, 2), w = random_vec(size_t(out) * in, 41), b = random_vec(out, 42);
+    Tensor y = on_device(std::vector<float>(size_t(rows) * ldy, 42.0f), {rows, ldy});
+    linear(be(), on_device(x, {rows, in}), make_linear(w, b, out, in), y.mutable_ref().columns(0, out),
+           Activation::kGeluErf);
+    const std::vector<float> got = on_host(y);
+    for (int r = 0; r < rows; ++r) {
+      for (int o = 0; o < out; ++o) {
+        double s = b[o];
+        for (int i = 0; i < in; ++i) s += double(x[r * in + i]) * w[o * in + i];
+        const double want = 0.5 * s * (1.0 + std::erf(s / std::sqrt(2.0)));
+        ASSERT_NEAR(got[r * ldy + o], want, 2e-5 * std::max(1.0, std::abs(want))) << "row " << r << " col " << o;
+      }
+      for (int o = out; o < ldy; ++o) ASSERT_EQ(got[r * ldy + o], 42.0f) << "wrote past the output width";
+    }
+  }
 }
 
 TEST_P(OpsTest, LayerNormBiasedVarianceWithResidualAndInPlace) {
@@ -581,7 +604,8 @@ TEST(BF16Linear, OutSliceReadsItsOwnRows) {
 
 // y through `l` as loaded and through the same Linear without its prepared copy (the kernels then
 // read the plain weights, as for an out_slice).
-std::pair<std::vector<float>, std::vector<float>> prepared_and_plain(Precision precision, int rows, int in, int out) {
+std::pair<std::vector<float>, std::vector<float>> prepared_and_plain(Precision precision, int rows, int in, int out,
+                                                                     Activation act = Activation::kNone) {
   auto x = random_vec(size_t(rows) * in, 100, -2.0f, 2.0f), w = random_vec(size_t(out) * in, 101), b = random_vec(out, 102);
   auto be = backends::make_backend(LoadOptions{Device::kCpu, precision, 0});
   std::printf("%s\n", be->describe().c_str());
@@ -593,9 +617,21 @@ std::pair<std::vector<float>, std::vector<float>> prepared_and_plain(Precision p
   Linear plain = l;
   plain.prepared = nullptr;
   std::vector<float> a(size_t(rows) * out), c(size_t(rows) * out);
-  linear(*be, host_ref(x.data(), {rows, in}), l, host_ref(a.data(), {rows, out}));
-  linear(*be, host_ref(x.data(), {rows, in}), plain, host_ref(c.data(), {rows, out}));
+  linear(*be, host_ref(x.data(), {rows, in}), l, host_ref(a.data(), {rows, out}), act);
+  linear(*be, host_ref(x.data(), {rows, in}), plain, host_ref(c.data(), {rows, out}), act);
   return {a, c};
+}
+
+TEST(PreparedWeights, F32PackedAgreesWithPlainWithAndWithoutGelu) {
+  // fp32 (backends/cpu/gemm.h): oneDNN's matmul on W packed at load vs the sgemm on plain W; the same
+  // products summed in another order. Only where oneDNN has a packed layout on this CPU.
+  if (!backends::cpu::f32_weights_packed()) GTEST_SKIP() << "oneDNN reads plain fp32 weights on this CPU";
+  for (auto act : {Activation::kNone, Activation::kGeluErf})
+    for (auto [rows, in, out] : {std::tuple{5, 96, 80}, {130, 256, 192}}) {
+      const auto [packed, plain] = prepared_and_plain(Precision::kFloat32, rows, in, out, act);
+      for (size_t i = 0; i < packed.size(); ++i)
+        ASSERT_NEAR(packed[i], plain[i], 1e-5 * std::max(1.0f, std::abs(plain[i]))) << "element " << i;
+    }
 }
 
 TEST(PreparedWeights, Int8PackedGivesTheSameSumsAsPlain) {

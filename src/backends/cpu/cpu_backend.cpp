@@ -40,14 +40,19 @@ std::string CpuBackend::describe() const {
   if (precision() == Precision::kInt8)
     return s + int8_kernel_name() + ", activations " + std::to_string(activation_levels()) + " levels per token";
   if (precision() == Precision::kBFloat16) return s + bf16_kernel_name();
-  return s + blas_name();
+  return s + f32_linear_name();
 }
 
 Linear CpuBackend::make_linear(ConstTensorRef weight, ConstTensorRef bias) {
-  if (precision() != Precision::kInt8 && precision() != Precision::kBFloat16) return Backend::make_linear(weight, bias);
   const int64_t out = weight.shape[0], in = weight.cols();
   if (weight.dtype != DType::kF32 || !weight.contiguous())
     throw InternalError("CpuBackend::make_linear: " + rexnlu::describe(weight) + " is not a contiguous F32 matrix");
+  if (precision() != Precision::kInt8 && precision() != Precision::kBFloat16) {
+    // fp32: W as given, plus oneDNN's packed copy where its kernel here has a layout of its own (gemm.h).
+    Linear l = Backend::make_linear(weight, bias);
+    l.prepared = prepare_f32_weights(l.weight.ref().f32(), static_cast<int>(out), static_cast<int>(in));
+    return l;
+  }
   Linear l;
   if (!bias.empty()) l.bias = copy_of(bias);
   if (precision() == Precision::kBFloat16) {  // bf16 [out, in], rounded once (gemm_bf16.h)

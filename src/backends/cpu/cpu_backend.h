@@ -23,8 +23,9 @@ class CpuBackend final : public Backend {
   ConstTensorRef upload(ConstTensorRef host) override { return host; }
   TensorRef output_for(TensorRef host) override { return host; }
   void download(ConstTensorRef src, TensorRef host) override;
-  // fp32: W as given; int8: W quantized per output channel (backends/cpu/gemm_int8.h); int8 and bf16
-  // W also prepared once for their kernels (Linear::prepared: oneDNN's packed layout, or bf16 widened).
+  // fp32: W as given; int8: W quantized per output channel (backends/cpu/gemm_int8.h); all three
+  // also prepared once for their kernels (Linear::prepared: oneDNN's packed layout, or bf16 widened;
+  // fp32 only where oneDNN packs, backends/cpu/gemm.h).
   Linear make_linear(ConstTensorRef weight, ConstTensorRef bias) override;
 
  protected:

@@ -34,19 +34,28 @@ dnnl::engine& cpu_engine() {
   return eng;
 }
 
-dt src_type(MatmulKind k) { return k == MatmulKind::kU8S8S32 ? dt::u8 : dt::bf16; }
-dt wei_type(MatmulKind k) { return k == MatmulKind::kU8S8S32 ? dt::s8 : dt::bf16; }
+dt src_type(MatmulKind k) {
+  return k == MatmulKind::kU8S8S32 ? dt::u8 : k == MatmulKind::kBF16F32 ? dt::bf16 : dt::f32;
+}
+dt wei_type(MatmulKind k) {
+  return k == MatmulKind::kU8S8S32 ? dt::s8 : k == MatmulKind::kBF16F32 ? dt::bf16 : dt::f32;
+}
 dt dst_type(MatmulKind k) { return k == MatmulKind::kU8S8S32 ? dt::s32 : dt::f32; }
 
 // W [out, in] row-major is oneDNN's {in, out} with tag ba.
 dnnl::memory::desc plain_weights(MatmulKind k, int in, int out) { return {{in, out}, wei_type(k), tag::ba}; }
 
 dnnl::matmul::primitive_desc make_pd(MatmulKind k, int rows, int in, int out, int ldy, bool bias,
-                                     const dnnl::memory::desc& wei) {
+                                     const dnnl::memory::desc& wei, MatmulPostOp post = MatmulPostOp::kNone) {
   const dnnl::memory::desc src({rows, in}, src_type(k), tag::ab);
   const dnnl::memory::desc dst({rows, out}, dst_type(k), dims{ldy, 1});
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // per calling thread (run_matmul): re-entrant
+  if (post == MatmulPostOp::kGeluErf) {
+    dnnl::post_ops ops;
+    ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_gelu_erf, 0.0f, 0.0f);
+    attr.set_post_ops(ops);
+  }
   const dnnl::matmul::desc d = bias ? dnnl::matmul::desc(src, wei, dnnl::memory::desc({1, out}, dt::f32, tag::ab), dst)
                                     : dnnl::matmul::desc(src, wei, dst);
   return dnnl::matmul::primitive_desc(d, attr, cpu_engine());
@@ -69,20 +78,21 @@ std::string shape(int rows, int in, int out) {
 // The primitive for one shape, made once. With packed weights it takes their layout, unless oneDNN
 // would run that on its reference kernel: then the plain layout (its gemm-based kernel).
 const Primitive& cached_primitive(MatmulKind k, int rows, int in, int out, int ldy, bool bias,
-                                  const PackedMatmulWeights* packed) {
+                                  const PackedMatmulWeights* packed, MatmulPostOp post) {
   static std::mutex mutex;
-  static std::map<std::tuple<int, int, int, int, int, bool, bool>, Primitive> cache;
+  static std::map<std::tuple<int, int, int, int, int, bool, bool, int>, Primitive> cache;
   const std::lock_guard<std::mutex> lock(mutex);
-  const auto key = std::make_tuple(static_cast<int>(k), rows, in, out, ldy, bias, packed != nullptr);
+  const auto key =
+      std::make_tuple(static_cast<int>(k), rows, in, out, ldy, bias, packed != nullptr, static_cast<int>(post));
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
   Primitive p;
   bool have = false;
   if (packed != nullptr && packed->memory) {
-    p.pd = make_pd(k, rows, in, out, ldy, bias, packed->desc);
+    p.pd = make_pd(k, rows, in, out, ldy, bias, packed->desc, post);
     p.packed = have = !is_reference(p.pd);
   }
-  if (!have) p.pd = make_pd(k, rows, in, out, ldy, bias, plain_weights(k, in, out));
+  if (!have) p.pd = make_pd(k, rows, in, out, ldy, bias, plain_weights(k, in, out), post);
   p.prim = dnnl::matmul(p.pd);
   return cache.emplace(key, std::move(p)).first->second;
 }
@@ -108,7 +118,7 @@ std::shared_ptr<const PackedMatmulWeights> pack_matmul_weights(MatmulKind kind, 
   try {
     // The layout oneDNN prefers for 128 rows (its blocked layouts depend on the ISA, the types and
     // the weight shape, not on the row count).
-    const bool bias = kind == MatmulKind::kBF16F32;
+    const bool bias = kind != MatmulKind::kU8S8S32;
     const dnnl::memory::desc any({in, out}, wei_type(kind), tag::any);
     const auto pd = make_pd(kind, 128, in, out, out, bias, any);
     p->desc = pd.weights_desc();
@@ -127,10 +137,10 @@ std::shared_ptr<const PackedMatmulWeights> pack_matmul_weights(MatmulKind kind, 
 }
 
 void matmul(MatmulKind kind, const void* x, int rows, int in, const void* w, const PackedMatmulWeights* packed,
-            const float* bias, int out, void* y, int ldy) {
+            const float* bias, int out, void* y, int ldy, MatmulPostOp post) {
   if (rows <= 0 || out <= 0) return;
   try {
-    const Primitive& p = cached_primitive(kind, rows, in, out, ldy, bias != nullptr, packed);
+    const Primitive& p = cached_primitive(kind, rows, in, out, ldy, bias != nullptr, packed, post);
     auto& eng = cpu_engine();
     dnnl::stream stream(eng);
     std::unordered_map<int, dnnl::memory> args{
@@ -150,17 +160,22 @@ std::string matmul_impl_name(const PackedMatmulWeights& packed) {
   return packed.impl + (packed.memory ? ", weights packed at load" : ", plain weights");
 }
 
+bool is_packed(const PackedMatmulWeights& packed) { return static_cast<bool>(packed.memory); }
+
 #else  // no oneDNN: the callers check int8_available() / bf16_available() first
 
 struct PackedMatmulWeights {};
 
 std::shared_ptr<const PackedMatmulWeights> pack_matmul_weights(MatmulKind, const void*, int, int) { return nullptr; }
 
-void matmul(MatmulKind, const void*, int, int, const void*, const PackedMatmulWeights*, const float*, int, void*, int) {
+void matmul(MatmulKind, const void*, int, int, const void*, const PackedMatmulWeights*, const float*, int, void*, int,
+            MatmulPostOp) {
   throw InternalError("oneDNN matmul: this build has no oneDNN");
 }
 
 std::string matmul_impl_name(const PackedMatmulWeights&) { return "no oneDNN"; }
+
+bool is_packed(const PackedMatmulWeights&) { return false; }
 
 #endif
 

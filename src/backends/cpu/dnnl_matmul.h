@@ -1,4 +1,5 @@
-// oneDNN's matmul primitive for the reduced-precision linear layers (gemm_int8.h, gemm_bf16.h):
+// oneDNN's matmul primitive for the linear layers with weights packed at load (gemm_int8.h,
+// gemm_bf16.h, and the fp32 ones of gemm.h):
 // y[rows, out] = x[rows, in] · W^T (+ bias) with W in nn.Linear layout [out, in].
 //   At load, pack_matmul_weights reorders W once into the layout the primitive prefers for this CPU
 //   (format_tag::any: AMX / AVX-512 blocked tiles on the Xeon, plain where oneDNN's kernel is the
@@ -17,6 +18,13 @@ namespace rexnlu::backends::cpu {
 enum class MatmulKind {
   kU8S8S32,  // x u8, W s8, y s32 (no bias: gemm_int8.cpp dequantizes and adds it)
   kBF16F32,  // x bf16, W bf16, y f32, bias f32
+  kF32,      // x, W, y and bias f32 (gemm.h's linear with prepared weights)
+};
+
+// Applied to y by the primitive after the bias (a oneDNN post-op, in the cache-hot output tile).
+enum class MatmulPostOp {
+  kNone,
+  kGeluErf,  // exact GELU, 0.5 y (1 + erf(y / sqrt 2)) (oneDNN's eltwise_gelu_erf)
 };
 
 struct PackedMatmulWeights;  // oneDNN memory in the primitive's layout (dnnl_matmul.cpp)
@@ -24,11 +32,14 @@ struct PackedMatmulWeights;  // oneDNN memory in the primitive's layout (dnnl_ma
 // W [out, in] (int8 or bf16 bits, by kind) reordered for the primitive. Null without oneDNN.
 std::shared_ptr<const PackedMatmulWeights> pack_matmul_weights(MatmulKind kind, const void* w, int out, int in);
 
-// y (row stride ldy) = x · W^T (+ bias for kBF16F32; may be null). w is the plain [out, in] matrix;
-// packed (may be null, e.g. for an out_slice of a Linear) its packed copy. Throws InternalError
-// naming the shape when oneDNN refuses it (dnnl::error: no kernel of that kind on this CPU).
+// y (row stride ldy) = post(x · W^T (+ bias for kBF16F32 and kF32; may be null)). w is the plain
+// [out, in] matrix; packed (may be null, e.g. for an out_slice of a Linear) its packed copy. Throws
+// InternalError naming the shape when oneDNN refuses it (dnnl::error: no kernel of that kind on this CPU).
 void matmul(MatmulKind kind, const void* x, int rows, int in, const void* w, const PackedMatmulWeights* packed,
-            const float* bias, int out, void* y, int ldy);
+            const float* bias, int out, void* y, int ldy, MatmulPostOp post = MatmulPostOp::kNone);
+
+// Whether pack_matmul_weights reordered W (false: oneDNN's kernel here reads the plain layout).
+bool is_packed(const PackedMatmulWeights& packed);
 
 // The implementation oneDNN picks for packed weights (e.g. "brg:avx512_core_amx", "gemm:jit"),
 // for describe() and benchmarks; "plain" where the packed layout is the plain one.
