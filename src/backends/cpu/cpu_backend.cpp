@@ -38,19 +38,32 @@ std::string CpuBackend::describe() const {
   const int threads = threads_ > 0 ? threads_ : omp_get_max_threads();
   std::string s = "cpu, " + std::to_string(threads) + " threads, " + std::string(precision_name(precision())) + ", ";
   if (precision() == Precision::kInt8)
-    return s + int8_kernel_name() + ", activations " + std::to_string(activation_levels()) + " levels per token";
+    return s + int8_kernel_name() + ", activations " + std::to_string(activation_levels()) +
+           " levels per token; link head " + (dnnl_has_bf16_instructions() ? "bf16" : "fp32") +
+           ", attention and FFN outputs " + (dnnl_has_bf16_instructions() ? "bf16" : "int8");
   if (precision() == Precision::kBFloat16) return s + bf16_kernel_name();
   return s + blas_name();
 }
 
 Linear CpuBackend::make_linear(ConstTensorRef weight, ConstTensorRef bias) {
-  if (precision() != Precision::kInt8 && precision() != Precision::kBFloat16) return Backend::make_linear(weight, bias);
+  return make_linear_at(precision(), weight, bias);
+}
+
+Linear CpuBackend::make_linear_as(LinearRole role, ConstTensorRef weight, ConstTensorRef bias) {
+  if (precision() != Precision::kInt8 || role == LinearRole::kOther) return make_linear_at(precision(), weight, bias);
+  if (dnnl_has_bf16_instructions()) return make_linear_at(Precision::kBFloat16, weight, bias);
+  return make_linear_at(role == LinearRole::kLinkHead ? Precision::kFloat32 : precision(), weight, bias);
+}
+
+Linear CpuBackend::make_linear_at(Precision precision, ConstTensorRef weight, ConstTensorRef bias) {
+  if (precision != Precision::kInt8 && precision != Precision::kBFloat16)
+    return Linear{copy_of(weight), bias.empty() ? Tensor() : copy_of(bias), Tensor(), Tensor()};
   const int64_t out = weight.shape[0], in = weight.cols();
   if (weight.dtype != DType::kF32 || !weight.contiguous())
     throw InternalError("CpuBackend::make_linear: " + rexnlu::describe(weight) + " is not a contiguous F32 matrix");
   Linear l;
   if (!bias.empty()) l.bias = copy_of(bias);
-  if (precision() == Precision::kBFloat16) {  // bf16 [out, in], rounded once (gemm_bf16.h)
+  if (precision == Precision::kBFloat16) {  // bf16 [out, in], rounded once (gemm_bf16.h)
     l.weight = alloc_tensor(DType::kBF16, {out, in});
     auto* w = reinterpret_cast<uint16_t*>(l.weight.mutable_ref().data);
     to_bf16(weight.f32(), static_cast<size_t>(out * in), w);
