@@ -8,6 +8,7 @@
 #      filter, picks other tests of it, e.g. the fp32 parity) on this CPU;
 #   2. the side-by-side benchmark at 2 threads (CASES, ROUNDS, TORCH as run_cpu_bench.sh takes them);
 #   3. the same at 16 threads, one round, if BUDGET_S (default 270) seconds are not yet spent.
+# E2E=1 adds the end-to-end NER call to both (run_cpu_bench.sh; builds rexnlu_cli too).
 #   bench/cpu_bench_on_gpu_host.sh OUT_DIR      (SYSROOT_TAR=.device/sysroot.tar.xz)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -25,7 +26,8 @@ export CASES=${CASES:-"L128_b1 L128_b8"} PY=python3
 prep=$!
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$sr" -DGTEST_ROOT="$sr" -DREXNLU_CUDA=OFF \
   -DREXNLU_SERVER=OFF -DREXNLU_BUILD_TESTS=ON -DREXNLU_BUILD_BENCH=ON > "$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; exit 1; }
-cmake --build "$build" -j"$(nproc)" --target encoder_bench test_ops test_fullsize_original > "$out/build.log" 2>&1 \
+e2e_target=$([[ ${E2E:-0} == 1 ]] && echo rexnlu_cli)  # E2E=1: run_cpu_bench.sh's end-to-end NER call
+cmake --build "$build" -j"$(nproc)" --target encoder_bench test_ops test_fullsize_original $e2e_target > "$out/build.log" 2>&1 \
   || { grep -E "error" "$out/build.log" | head -20; exit 1; }
 echo "== built in $(($(date +%s) - start)) s"
 "$build/tests/ops/test_ops" > "$out/test_ops.log" 2>&1; echo "== test_ops rc $?"; grep -E "^cpu,|kernel here|PASSED|FAILED" "$out/test_ops.log" | sort -u

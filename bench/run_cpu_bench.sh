@@ -17,6 +17,7 @@
 #                       ort_int8_rr, ort_int8_u8; the accuracy table always shows all five)
 #   TORCH=1             0 leaves out PyTorch eager
 #   ORT_ACCURACY=1      0 leaves out the closing ONNX Runtime accuracy table (all five variants)
+#   E2E=0               1 adds the end-to-end NER call, rexnlu per precision (needs BUILD_DIR/apps/rexnlu)
 # Needs BUILD_DIR/bench/encoder_bench (-DREXNLU_BUILD_BENCH=ON). WORK_DIR keeps the weights
 # (393 MB), the ONNX files (450 + 4 x 115 MB, exported and quantized once), results/ and report.txt.
 source "$(dirname "${BASH_SOURCE[0]}")/bench_common.sh" onnx-baseline /tmp/rexnlu_cpu_bench "$@"
@@ -66,6 +67,22 @@ rexnlu_bench() {
     fi
     echo "   round $round of $ROUNDS done $(date -u +%T), load: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
   done
+  if [[ "${E2E:-0}" == 1 ]]; then
+    # The end-to-end NER call (tokenizer, prompt, forward, decode), text by text, per precision:
+    # `rexnlu bench --batch 1` on the full-size weights with the tiny model's vocabulary (12,800
+    # tokens, as the full-size config), the first 16 texts of tests/data/cli/st_ner_dev.jsonl.
+    e2e="$WORK/model_e2e"
+    mkdir -p "$e2e"
+    ln -sf "$WORK/model/config.json" "$WORK/model/model.safetensors" "$e2e/"
+    cp "$ROOT/models/rexuninlu_tiny/"{vocab.txt,tokenizer_config.json,special_tokens_map.json} "$e2e/"
+    head -16 "$ROOT/tests/data/cli/st_ner_dev.jsonl" > "$WORK/e2e_texts.jsonl"
+    echo "end-to-end NER call, rexnlu only (rexnlu bench --batch 1, 16 texts x ${ROUNDS} rounds, pinned):"
+    for p in "${PRECISIONS[@]}"; do
+      "${PIN[@]}" "$BUILD/apps/rexnlu" bench --model "$e2e" --precision "$p" --threads "$THREADS" \
+        --texts "$WORK/e2e_texts.jsonl" --n $((16 * ROUNDS)) --warmup 3 --json > "$WORK/results/e2e_$p.json"
+      "$PY" -c "import json,sys; b=json.load(open(sys.argv[1])); print('  rexnlu %-5s p50 %8.1f ms  mean %8.1f ms  (%d calls)' % (sys.argv[2], b['latency_ms']['p50'], b['latency_ms']['mean'], b['requests']))" "$WORK/results/e2e_$p.json" "$p"
+    done
+  fi
   echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 
   "$PY" "$ROOT/bench/cpu_bench_report.py" "$WORK" "${ENGINES[@]}"

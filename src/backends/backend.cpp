@@ -51,6 +51,10 @@ Linear Backend::make_linear(ConstTensorRef weight, ConstTensorRef bias) {
   return Linear{copy_of(weight), bias.empty() ? Tensor() : copy_of(bias), Tensor(), Tensor()};
 }
 
+Linear Backend::make_linear_as(LinearRole, ConstTensorRef weight, ConstTensorRef bias) {
+  return make_linear(weight, bias);
+}
+
 std::unique_ptr<Backend> make_backend(const LoadOptions& o) {
   if (o.threads < 0) throw InputError("threads must be >= 0 (0 = one per core), got " + std::to_string(o.threads));
   std::unique_ptr<Backend> backend;

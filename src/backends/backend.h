@@ -21,6 +21,14 @@
 
 namespace rexnlu::backends {
 
+// Where a linear layer sits (Backend::make_linear_as).
+enum class LinearRole {
+  kOther,
+  kAttentionOutput,  // an attention block's output projection
+  kFfnOutput,  // a feed-forward block's output layer (its input: GELU of the widest activations)
+  kLinkHead,   // the link head's q/k projection (its outputs meet in dot products over the whole width)
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -62,6 +70,9 @@ class Backend {
   // A linear layer's weights (host F32 W [out, in], bias [out] or empty) in the layout this
   // backend uses for precision(): F32 here; int8 + per-channel scale or F16/BF16 where supported.
   virtual Linear make_linear(ConstTensorRef weight, ConstTensorRef bias);
+  // The same for a layer of `role`: a backend may keep the layers whose error the outputs amplify
+  // most above precision() where that costs little (CpuBackend at int8). Default: make_linear.
+  virtual Linear make_linear_as(LinearRole role, ConstTensorRef weight, ConstTensorRef bias);
 
  protected:
   Backend(Device device, Precision precision, Workspace::Allocator allocator)

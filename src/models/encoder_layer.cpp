@@ -11,10 +11,10 @@ EncoderLayerWeights declare_encoder_layer(WeightLoader& w, const std::string& p,
   const std::string self = p + "attention.self.";
   EncoderLayerWeights L;
   L.qkv = w.linear({self + q, self + k, self + v}, H, H);
-  L.attn_out = w.linear({p + "attention.output.dense"}, H, H);
+  L.attn_out = w.linear({p + "attention.output.dense"}, H, H, LinearRole::kAttentionOutput);
   L.attn_ln = w.layer_norm(p + "attention.output.LayerNorm", H, eps);
   L.inter = w.linear({p + "intermediate.dense"}, I, H);
-  L.out = w.linear({p + "output.dense"}, H, I);
+  L.out = w.linear({p + "output.dense"}, H, I, LinearRole::kFfnOutput);
   L.out_ln = w.layer_norm(p + "output.LayerNorm", H, eps);
   return L;
 }

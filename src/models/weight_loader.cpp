@@ -42,7 +42,8 @@ const float* WeightLoader::host_f32(const std::string& name, const std::vector<i
   return v ? v->f32() : nullptr;
 }
 
-Linear WeightLoader::linear(const std::vector<std::string>& prefixes, int64_t out_each, int64_t in) {
+Linear WeightLoader::linear(const std::vector<std::string>& prefixes, int64_t out_each, int64_t in,
+                            LinearRole role) {
   std::vector<const TensorView*> weights, biases;
   for (const std::string& p : prefixes) {
     weights.push_back(checked(p + ".weight", {out_each, in}, {}));
@@ -51,14 +52,14 @@ Linear WeightLoader::linear(const std::vector<std::string>& prefixes, int64_t ou
   const auto found = [](const TensorView* t) { return t != nullptr; };
   if (!std::all_of(weights.begin(), weights.end(), found) || !std::all_of(biases.begin(), biases.end(), found))
     return Linear{};
-  if (prefixes.size() == 1) return backend_.make_linear(host_view(*weights[0]), host_view(*biases[0]));
+  if (prefixes.size() == 1) return backend_.make_linear_as(role, host_view(*weights[0]), host_view(*biases[0]));
   std::vector<float> w, b;  // fused on the host, then laid out by the backend
   for (size_t i = 0; i < prefixes.size(); ++i) {
     w.insert(w.end(), weights[i]->f32(), weights[i]->f32() + weights[i]->numel());
     b.insert(b.end(), biases[i]->f32(), biases[i]->f32() + biases[i]->numel());
   }
   const auto out = static_cast<int64_t>(prefixes.size()) * out_each;
-  return backend_.make_linear(host_ref(w.data(), {out, in}), host_ref(b.data(), {out}));
+  return backend_.make_linear_as(role, host_ref(w.data(), {out, in}), host_ref(b.data(), {out}));
 }
 
 LayerNormWeights WeightLoader::layer_norm(const std::string& prefix, int64_t width, float eps) {

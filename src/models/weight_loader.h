@@ -22,6 +22,8 @@
 
 namespace rexnlu::models {
 
+using backends::LinearRole;
+
 class WeightLoader {
  public:
   WeightLoader(const io::TensorStore& store, backends::Backend& backend) : store_(store), backend_(backend) {}
@@ -37,7 +39,9 @@ class WeightLoader {
   void known_unused(const std::string& name) { known_unused_.insert(name); }
   // nn.Linear(in -> out) at `prefix` (prefix.weight [out, in], prefix.bias [out]). Several prefixes
   // with the same input are fused along the outputs (q|k|v: one product instead of three).
-  Linear linear(const std::vector<std::string>& prefixes, int64_t out_each, int64_t in);
+  // role: Backend::make_linear_as (a backend may keep some roles above its precision).
+  Linear linear(const std::vector<std::string>& prefixes, int64_t out_each, int64_t in,
+                LinearRole role = LinearRole::kOther);
   // nn.LayerNorm(width) at `prefix` (prefix.weight, prefix.bias).
   LayerNormWeights layer_norm(const std::string& prefix, int64_t width, float eps);
   // nn.Conv1d(in -> out, kernel 3) at `prefix` (prefix.weight [out, in, 3], prefix.bias [out]).

@@ -38,16 +38,28 @@ std::string CpuBackend::describe() const {
   const int threads = threads_ > 0 ? threads_ : omp_get_max_threads();
   std::string s = "cpu, " + std::to_string(threads) + " threads, " + std::string(precision_name(precision())) + ", ";
   if (precision() == Precision::kInt8)
-    return s + int8_kernel_name() + ", activations " + std::to_string(activation_levels()) + " levels per token";
+    return s + int8_kernel_name() + ", activations " + std::to_string(activation_levels()) +
+           " levels per token; link head " + (dnnl_has_bf16_instructions() ? "bf16" : "fp32") +
+           ", attention and FFN outputs " + (dnnl_has_bf16_instructions() ? "bf16" : "int8");
   if (precision() == Precision::kBFloat16) return s + bf16_kernel_name();
   return s + f32_linear_name();
 }
 
 Linear CpuBackend::make_linear(ConstTensorRef weight, ConstTensorRef bias) {
+  return make_linear_at(precision(), weight, bias);
+}
+
+Linear CpuBackend::make_linear_as(LinearRole role, ConstTensorRef weight, ConstTensorRef bias) {
+  if (precision() != Precision::kInt8 || role == LinearRole::kOther) return make_linear_at(precision(), weight, bias);
+  if (dnnl_has_bf16_instructions()) return make_linear_at(Precision::kBFloat16, weight, bias);
+  return make_linear_at(role == LinearRole::kLinkHead ? Precision::kFloat32 : precision(), weight, bias);
+}
+
+Linear CpuBackend::make_linear_at(Precision precision, ConstTensorRef weight, ConstTensorRef bias) {
   const int64_t out = weight.shape[0], in = weight.cols();
   if (weight.dtype != DType::kF32 || !weight.contiguous())
     throw InternalError("CpuBackend::make_linear: " + rexnlu::describe(weight) + " is not a contiguous F32 matrix");
-  if (precision() != Precision::kInt8 && precision() != Precision::kBFloat16) {
+  if (precision != Precision::kInt8 && precision != Precision::kBFloat16) {
     // fp32: W as given, plus oneDNN's packed copy where its kernel here has a layout of its own (gemm.h).
     Linear l = Backend::make_linear(weight, bias);
     l.prepared = prepare_f32_weights(l.weight.ref().f32(), static_cast<int>(out), static_cast<int>(in));
@@ -55,7 +67,7 @@ Linear CpuBackend::make_linear(ConstTensorRef weight, ConstTensorRef bias) {
   }
   Linear l;
   if (!bias.empty()) l.bias = copy_of(bias);
-  if (precision() == Precision::kBFloat16) {  // bf16 [out, in], rounded once (gemm_bf16.h)
+  if (precision == Precision::kBFloat16) {  // bf16 [out, in], rounded once (gemm_bf16.h)
     l.weight = alloc_tensor(DType::kBF16, {out, in});
     auto* w = reinterpret_cast<uint16_t*>(l.weight.mutable_ref().data);
     to_bf16(weight.f32(), static_cast<size_t>(out * in), w);

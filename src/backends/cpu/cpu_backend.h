@@ -27,12 +27,20 @@ class CpuBackend final : public Backend {
   // also prepared once for their kernels (Linear::prepared: oneDNN's packed layout, or bf16 widened;
   // fp32 only where oneDNN packs, backends/cpu/gemm.h).
   Linear make_linear(ConstTensorRef weight, ConstTensorRef bias) override;
+  // int8 keeps three roles above int8 (docs/accuracy.md: link-sign flips on the full-size weights,
+  // VNNI CPU, L = 128 / 512: 1.25% / 1.35% all int8 -> 0.71% / 1.02%): the link head in bf16 where
+  // the CPU has bf16 instructions (AMX, AVX-512 BF16; dnnl_has_bf16_instructions), else in fp32
+  // (1.4% of the products); the attention and FFN output projections in bf16 there (AMX: about
+  // int8's speed over the whole forward, docs/benchmarks.md), else int8 (fp32 or emulated bf16
+  // would cost 4/9 of the products at fp32 speed).
+  Linear make_linear_as(LinearRole role, ConstTensorRef weight, ConstTensorRef bias) override;
 
  protected:
   std::shared_ptr<void> allocate_persistent(size_t bytes) override;
   void copy_from_host(const void* host, void* device, size_t bytes) override;
 
  private:
+  Linear make_linear_at(Precision precision, ConstTensorRef weight, ConstTensorRef bias);
   int threads_;
 };
 

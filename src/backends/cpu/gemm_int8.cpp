@@ -46,6 +46,15 @@ int activation_levels() {
 #endif
 }
 
+bool dnnl_has_bf16_instructions() {
+#if defined(REXNLU_BLAS_DNNL)
+  // avx512_core_bf16 = 0xe7; avx512_core_amx (0x3e7) contains its bits.
+  return (effective_isa() & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16;
+#else
+  return false;
+#endif
+}
+
 const char* dnnl_isa_name() {
 #if defined(REXNLU_BLAS_DNNL)
   switch (dnnl_get_effective_cpu_isa()) {

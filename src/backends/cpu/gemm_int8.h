@@ -22,6 +22,10 @@ bool int8_available();
 int activation_levels();
 // The ISA oneDNN runs on, for describe() ("avx2", "avx512_core_vnni", "avx512_core_amx", ...).
 const char* dnnl_isa_name();
+// Whether that ISA has bf16 dot products (AVX-512 BF16, AMX): where the int8 precision keeps its
+// most sensitive layers in bf16 (CpuBackend::make_linear_as); oneDNN's bf16 on plain AVX-512 is
+// an emulation at about fp32 speed.
+bool dnnl_has_bf16_instructions();
 // For describe(): the ISA and the matmul kernel oneDNN picks for a 768 x 768 layer here.
 const char* int8_kernel_name();
 

@@ -12,7 +12,7 @@ RexLinkHead::RexLinkHead(const rex::ModelConfig& c, WeightLoader& w) : hidden_(c
   if (hidden_ <= 0 || hidden_ % 2 != 0)
     throw ModelError("config.json: hidden_size must be even for the rotary head, got " + std::to_string(hidden_));
   const int64_t H = hidden_;
-  qk_ = w.linear({"ffnq", "ffnk"}, H, H);
+  qk_ = w.linear({"ffnq", "ffnk"}, H, H, LinearRole::kLinkHead);
   freqs_ = w.tensor("rotary_emb.freqs", {H / 2});
 }
 
