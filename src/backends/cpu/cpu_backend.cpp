@@ -61,7 +61,8 @@ Linear CpuBackend::make_linear_at(Precision precision, ConstTensorRef weight, Co
     throw InternalError("CpuBackend::make_linear: " + rexnlu::describe(weight) + " is not a contiguous F32 matrix");
   if (precision != Precision::kInt8 && precision != Precision::kBFloat16) {
     // fp32: W as given, plus oneDNN's packed copy where its kernel here has a layout of its own (gemm.h).
-    Linear l = Backend::make_linear(weight, bias);
+    // (not Backend::make_linear: it refuses the backend's int8 precision, and this is fp32 for the int8 link head too)
+    Linear l{copy_of(weight), bias.empty() ? Tensor() : copy_of(bias), Tensor(), Tensor()};
     l.prepared = prepare_f32_weights(l.weight.ref().f32(), static_cast<int>(out), static_cast<int>(in));
     return l;
   }
