@@ -48,6 +48,10 @@ Tensor Backend::copy_of(ConstTensorRef host) {
 Linear Backend::make_linear(ConstTensorRef weight, ConstTensorRef bias) {
   if (precision_ != Precision::kFloat32)
     throw InternalError("Backend::make_linear: precision " + std::string(precision_name(precision_)) + " not implemented");
+  return plain_linear(weight, bias);
+}
+
+Linear Backend::plain_linear(ConstTensorRef weight, ConstTensorRef bias) {
   return Linear{copy_of(weight), bias.empty() ? Tensor() : copy_of(bias), Tensor(), Tensor()};
 }
 

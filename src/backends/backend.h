@@ -67,6 +67,7 @@ class Backend {
   // ---- persistent memory (weights, constants computed at load)
   Tensor alloc_tensor(DType dtype, std::initializer_list<int64_t> shape);  // uninitialised
   Tensor copy_of(ConstTensorRef host);  // a contiguous device copy of host memory
+  Linear plain_linear(ConstTensorRef weight, ConstTensorRef bias);  // F32 W and bias as given, copied
   // A linear layer's weights (host F32 W [out, in], bias [out] or empty) in the layout this
   // backend uses for precision(): F32 here; int8 + per-channel scale or F16/BF16 where supported.
   virtual Linear make_linear(ConstTensorRef weight, ConstTensorRef bias);

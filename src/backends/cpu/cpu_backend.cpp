@@ -39,8 +39,8 @@ std::string CpuBackend::describe() const {
   std::string s = "cpu, " + std::to_string(threads) + " threads, " + std::string(precision_name(precision())) + ", ";
   if (precision() == Precision::kInt8)
     return s + int8_kernel_name() + ", activations " + std::to_string(activation_levels()) +
-           " levels per token; link head " + (dnnl_has_bf16_instructions() ? "bf16" : "fp32") +
-           ", attention and FFN outputs " + (dnnl_has_bf16_instructions() ? "bf16" : "int8");
+           " levels per token; link head " + std::string(precision_name(precision_for(LinearRole::kLinkHead))) +
+           ", attention and FFN outputs " + std::string(precision_name(precision_for(LinearRole::kFfnOutput)));
   if (precision() == Precision::kBFloat16) return s + bf16_kernel_name();
   return s + f32_linear_name();
 }
@@ -50,9 +50,13 @@ Linear CpuBackend::make_linear(ConstTensorRef weight, ConstTensorRef bias) {
 }
 
 Linear CpuBackend::make_linear_as(LinearRole role, ConstTensorRef weight, ConstTensorRef bias) {
-  if (precision() != Precision::kInt8 || role == LinearRole::kOther) return make_linear_at(precision(), weight, bias);
-  if (dnnl_has_bf16_instructions()) return make_linear_at(Precision::kBFloat16, weight, bias);
-  return make_linear_at(role == LinearRole::kLinkHead ? Precision::kFloat32 : precision(), weight, bias);
+  return make_linear_at(precision_for(role), weight, bias);
+}
+
+Precision CpuBackend::precision_for(LinearRole role) const {
+  if (precision() != Precision::kInt8 || role == LinearRole::kOther) return precision();
+  if (dnnl_has_bf16_instructions()) return Precision::kBFloat16;
+  return role == LinearRole::kLinkHead ? Precision::kFloat32 : precision();
 }
 
 Linear CpuBackend::make_linear_at(Precision precision, ConstTensorRef weight, ConstTensorRef bias) {
@@ -61,8 +65,7 @@ Linear CpuBackend::make_linear_at(Precision precision, ConstTensorRef weight, Co
     throw InternalError("CpuBackend::make_linear: " + rexnlu::describe(weight) + " is not a contiguous F32 matrix");
   if (precision != Precision::kInt8 && precision != Precision::kBFloat16) {
     // fp32: W as given, plus oneDNN's packed copy where its kernel here has a layout of its own (gemm.h).
-    // (not Backend::make_linear: it refuses the backend's int8 precision, and this is fp32 for the int8 link head too)
-    Linear l{copy_of(weight), bias.empty() ? Tensor() : copy_of(bias), Tensor(), Tensor()};
+    Linear l = plain_linear(weight, bias);  // (also the int8 link head's: not make_linear, which refuses int8)
     l.prepared = prepare_f32_weights(l.weight.ref().f32(), static_cast<int>(out), static_cast<int>(in));
     return l;
   }

@@ -41,6 +41,7 @@ class CpuBackend final : public Backend {
 
  private:
   Linear make_linear_at(Precision precision, ConstTensorRef weight, ConstTensorRef bias);
+  Precision precision_for(LinearRole role) const;  // the weights' precision of a layer of `role`
   int threads_;
 };
 
