@@ -20,6 +20,10 @@ cp -a "$lib"/libdnnl.so* "$lib"/libOpenCL.so* "$lib"/libutf8proc.so* "$lib"/libu
 cp -a /lib/x86_64-linux-gnu/libz.so.1* "$p/lib/" 2>/dev/null || true
 cp -a "$lib/cmake/GTest" "$p/lib/cmake/"   # (CMakeLists finds oneDNN with find_library)
 cp -a /usr/share/cmake/nlohmann_json /usr/share/cmake/CLI11 "$p/share/cmake/"
+# utf8proc is found with pkg-config: its .pc file, relocated to wherever the sysroot is unpacked.
+mkdir -p "$p/lib/pkgconfig"
+sed -e 's|^prefix=.*|prefix=${pcfiledir}/../..|' -e 's|^libdir=.*|libdir=${prefix}/lib|' \
+  "$lib/pkgconfig/libutf8proc.pc" > "$p/lib/pkgconfig/libutf8proc.pc"
 for f in "$lib"/libdnnl.so.* "$lib"/libutf8proc.so.*; do test -e "$f"; done
 mkdir -p "$(dirname "$out")"
 tar cJf "$out" -C "$p" .

@@ -199,7 +199,13 @@ std::shared_ptr<void> CudaBackend::allocate_persistent(size_t bytes) {
 }
 
 void CudaBackend::copy_from_host(const void* host, void* device, size_t bytes) {
-  if (bytes) check(cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice), "CudaBackend::copy_from_host");
+  // On stream_, then waited for. NOT cudaMemcpy: from pageable memory it returns before the DMA
+  // into `device` has finished, on the legacy default stream, which stream_ (non-blocking) does
+  // not wait for: make_linear's fp16/bf16 rounding kernel then read a partly copied weight,
+  // often the bytes of the previous weight freed at the same address (issue 13's fp16/bf16 defect).
+  if (bytes == 0) return;
+  check(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, stream_), "CudaBackend::copy_from_host");
+  check(cudaStreamSynchronize(stream_), "CudaBackend::copy_from_host");
 }
 
 }  // namespace rexnlu::backends::cuda
