@@ -11,14 +11,21 @@ namespace rexnlu::ops {
 
 void gelu_erf(backends::Backend& be, TensorRef x) {
   constexpr const char* op = "gelu_erf";
-  detail::expect_vector(op, "x", x, DType::kF32, x.numel(), be);
+  if (x.contiguous()) {
+    detail::expect_vector(op, "x", x, DType::kF32, x.numel(), be);
+  } else {  // rows of a wider matrix (linear's output into a column block)
+    detail::expect_matrix(op, "x", x, DType::kF32, be);
+  }
+  const auto rows = static_cast<size_t>(x.contiguous() ? 1 : x.rows());
+  const auto cols = static_cast<size_t>(x.contiguous() ? x.numel() : x.cols());
+  const auto ld = x.contiguous() ? cols : static_cast<size_t>(x.ld());
   switch (be.device()) {
     case Device::kCpu:
-      backends::cpu::gelu_erf(x.f32(), static_cast<size_t>(x.numel()));
+      for (size_t r = 0; r < rows; ++r) backends::cpu::gelu_erf(x.f32() + r * ld, cols);
       return;
 #if REXNLU_HAVE_CUDA
     case Device::kCuda:
-      backends::cuda::gelu_erf(DType::kF32, x.data, static_cast<size_t>(x.numel()), backends::cuda::CudaBackend::of(be).stream());
+      backends::cuda::gelu_erf_rows(DType::kF32, x.data, rows, cols, ld, backends::cuda::CudaBackend::of(be).stream());
       return;
 #endif
     default:

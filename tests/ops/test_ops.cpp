@@ -653,11 +653,13 @@ TEST(PreparedWeights, Bf16PackedAgreesWithPlain) {
 
 // ---- fp16 / bf16 weights on the GPU (CudaBackend::make_linear rounds them on the device)
 
-// Issue 13's fp16/bf16 defect: the weights were copied with cudaMemcpy (legacy stream; from
-// pageable memory it returns before the DMA ends) and rounded by a kernel on the backend's
-// non-blocking stream, which could read the previous weight's bytes at the reused address. Here
-// 16 weights of 4 MiB are loaded back to back, each value exact in fp16 and bf16 and unlike every
-// other weight's, and each is read back through y = I · W^T (exact: fp32 accumulation of one term).
+// 16 weights of 4 MiB loaded back to back, each value exact in fp16 and bf16 and unlike every
+// other weight's, each read back through y = I · W^T (exact: fp32 accumulation of one term).
+// Context, issue 13's fp16/bf16 defect: the weights were copied with cudaMemcpy (legacy stream;
+// from pageable memory it may return before the DMA ends) and rounded by a kernel on the backend's
+// non-blocking stream. This test did NOT reproduce that race on the H200 (it passed 3 of 3 runs
+// with the old copy); what caught it, and guards it, is tests/uie/test_demo_precision on the GPU
+// (scripts/test_gpu_engine.sh: 9 failed steps before the fix, none after, 2026-12-01).
 TEST(CudaWeights, ReducedPrecisionWeightsAreTheHostWeightsRounded) {
   const auto devices = backends::available_devices();
   if (std::find(devices.begin(), devices.end(), Device::kCuda) == devices.end()) GTEST_SKIP() << "no usable GPU";

@@ -71,9 +71,14 @@ def main():
     dev = torch.device(a.device)
     # ms_wrapper.RexUniNLUPipeline.init_model, with the framework parts named in the docstring replaced
     tokenizer = AutoTokenizer.from_pretrained(a.model)
-    tokenizer.add_special_tokens({"additional_special_tokens": [
-        token_config.PREFIX_TOKEN, token_config.TYPE_TOKEN, token_config.CLASSIFY_TOKEN,
-        token_config.MULTI_CLASSIFY_TOKEN]})
+    special = [token_config.PREFIX_TOKEN, token_config.TYPE_TOKEN, token_config.CLASSIFY_TOKEN,
+               token_config.MULTI_CLASSIFY_TOKEN]
+    tokenizer.add_special_tokens({"additional_special_tokens": special})
+    if not hasattr(tokenizer, "additional_special_tokens"):
+        # transformers 5 dropped the attribute the original's prompt_loop reads (the GPU machine
+        # has 5.x): give this tokenizer's class the list back, as transformers 4 kept it.
+        cls = type(tokenizer)
+        tokenizer.__class__ = type(cls.__name__, (cls,), {"additional_special_tokens": property(lambda self: special)})
     config = AutoConfig.from_pretrained(a.model)
     DebertaV2Model2dAttnMask.from_pretrained = classmethod(lambda cls, _dir: cls(config))
     model = rex_model.RexModel(config, types.SimpleNamespace(bert_model_dir=a.model), None)

@@ -73,12 +73,14 @@ __global__ void masked_softmax_kernel(float* scores, int rows, int cols, int ld,
   for (int c = lane; c < cols; c += 32) s[c] *= inv;
 }
 
+// n = rows x cols values, rows `ld` apart.
 template <typename T>
-__global__ void gelu_erf_kernel(T* x, size_t n) {
+__global__ void gelu_erf_kernel(T* x, size_t n, size_t cols, size_t ld) {
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<size_t>(gridDim.x) * blockDim.x) {
-    const float v = to_f32(x[i]);
-    x[i] = from_f32<T>(0.5f * v * (1.0f + erff(v * 0.70710678118654752f)));
+    const size_t r = i / cols, at = r * ld + (i - r * cols);
+    const float v = to_f32(x[at]);
+    x[at] = from_f32<T>(0.5f * v * (1.0f + erff(v * 0.70710678118654752f)));
   }
 }
 
@@ -121,13 +123,16 @@ void masked_softmax(float* scores, int rows, int cols, int ld, const uint8_t* ma
   check_launch("cuda::masked_softmax");
 }
 
-void gelu_erf(DType type, void* x, size_t n, cudaStream_t stream) {
+void gelu_erf(DType type, void* x, size_t n, cudaStream_t stream) { gelu_erf_rows(type, x, 1, n, n, stream); }
+
+void gelu_erf_rows(DType type, void* x, size_t rows, size_t cols, size_t ld, cudaStream_t stream) {
+  const size_t n = rows * cols;
   if (n == 0) return;
   dispatch_float_type(type, "cuda::gelu_erf", [&](auto tag) {
     using T = decltype(tag);
     const size_t blocks = (n + 255) / 256;
     gelu_erf_kernel<T><<<static_cast<unsigned>(blocks < 65535 * 8 ? blocks : 65535 * 8), 256, 0, stream>>>(
-        static_cast<T*>(x), n);
+        static_cast<T*>(x), n, cols, ld);
   });
   check_launch("cuda::gelu_erf");
 }

@@ -25,6 +25,8 @@ void masked_softmax(float* scores, int rows, int cols, int ld, const uint8_t* ma
 
 // backends::cpu::gelu_erf, in place on n values.
 void gelu_erf(DType type, void* x, size_t n, cudaStream_t stream);
+// The same on `rows` rows of `cols` values, `ld` apart (a column block of a wider matrix).
+void gelu_erf_rows(DType type, void* x, size_t rows, size_t cols, size_t ld, cudaStream_t stream);
 
 // backends::cpu::rotary_interleaved, in place on fp32 x[rows, dim] (row stride ld); theta in
 // double as on the CPU.
