@@ -91,7 +91,7 @@ int main() {
   kg::check(cudaMalloc(&ws, ws_bytes), "ws");
 
   std::printf("| shape | type | qkv GEMM | attention (fused) | out GEMM+bias | LN+res | FFN up | GELU | FFN down | LN+res | "
-              "layer sum | x12 layers | head GEMM (f32 out) | rotary | link scores | attention share | attention mma (tensor cores) |\n");
+              "layer sum | x12 layers | head GEMM (f32 out) | rotary | link scores | attention share | attention mma, 64 rows / 16 rows x 4 key groups |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (auto [L, B] : {std::pair{128, 1}, {128, 8}, {128, 32}, {512, 1}, {512, 8}}) {
     const int T = L * B;
@@ -167,11 +167,13 @@ int main() {
       // The tensor-core kernel: 16-bit storage computes in its type, fp32 storage in fp16.
       kg::AttentionArgs am = a;
       am.compute = t == DType::kF32 ? DType::kF16 : t;
-      const double mma = kg::attention_mma_supported(am) ? time_us(s, [&] { kg::disentangled_attention_mma(am, s); }) : -1.0;
+      const bool mma_ok = kg::attention_mma_supported(am);
+      const double mma1 = mma_ok ? time_us(s, [&] { kg::disentangled_attention_mma(am, s, 1); }) : -1.0;
+      const double mma4 = mma_ok ? time_us(s, [&] { kg::disentangled_attention_mma(am, s, 4); }) : -1.0;
       std::printf("| L=%d B=%d | %s |", L, B, name(t));
       for (double u : us) std::printf(" %.1f |", u);
-      std::printf(" %.1f | %.0f | %.1f | %.1f | %.1f | %.0f%% | %.1f |\n", layer, 12 * layer, head, rot, link,
-                  100.0 * us[1] / layer, mma);
+      std::printf(" %.1f | %.0f | %.1f | %.1f | %.1f | %.0f%% | %.1f / %.1f |\n", layer, 12 * layer, head, rot, link,
+                  100.0 * us[1] / layer, mma1, mma4);
       for (void* p : {h, qkv, rel, w_qkv, b_qkv, w_o, w_i, w_out, bias_h, ctx, attn, inter, static_cast<void*>(gamma),
                       static_cast<void*>(beta), w_head, static_cast<void*>(b_head), static_cast<void*>(qk),
                       static_cast<void*>(freqs), links, static_cast<void*>(count)})

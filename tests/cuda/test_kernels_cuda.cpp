@@ -428,22 +428,28 @@ void check_attention(const Batch& batch, int heads, int head_dim, DType t, const
   DeviceBatchBuffers db(batch);
   auto dqkv = DeviceBuffer::from(qkv, t), drel = DeviceBuffer::from(rel, t);
   DeviceBuffer dout(size_t(batch.rows) * H * dtype_size(t));
-  dout.poison();
   kg::AttentionArgs a;
   a.type = t, a.batch = db.view, a.num_heads = heads, a.head_dim = head_dim;
   a.q = dqkv.get(), a.k = dqkv.get<char>() + H * dtype_size(t), a.v = dqkv.get<char>() + 2 * H * dtype_size(t);
   a.ld_qkv = 3 * H, a.q_rel = drel.get(), a.k_rel = drel.get<char>() + H * dtype_size(t), a.ld_rel = 2 * H;
   a.rel_rows = rel_rows, a.scale = scale, a.out = dout.get(), a.ld_out = H;
   a.compute = compute;
-  if (compute != DType::kF32) {
-    ASSERT_TRUE(kg::attention_mma_supported(a)) << what;
-    kg::disentangled_attention_mma(a, nullptr);  // whatever the grid size
-  } else {
+  if (compute == DType::kF32) {
+    dout.poison();
     kg::disentangled_attention(a, nullptr);
+    expect_close(dout.floats(t), want, tolerance(t), what + " " + name(t));
+    return;
   }
-  const double tol = compute == DType::kF32 ? tolerance(t) : 2 * std::max(tolerance(t), tolerance(compute));
-  expect_close(dout.floats(t), want, tol,
-               what + " " + name(t) + (compute == DType::kF32 ? "" : std::string(" mma ") + name(compute)));
+  ASSERT_TRUE(kg::attention_mma_supported(a)) << what;
+  const double tol = 2 * std::max(tolerance(t), tolerance(compute));
+  // Both block shapes whatever the grid size: 64 query rows x all keys, and 16 rows with the keys
+  // split between the 4 warps (merged at the end).
+  for (int key_groups : {1, 4}) {
+    dout.poison();
+    kg::disentangled_attention_mma(a, nullptr, key_groups);
+    expect_close(dout.floats(t), want, tol,
+                 what + " " + name(t) + " mma " + name(compute) + " key_groups " + std::to_string(key_groups));
+  }
 }
 
 // The tensor-core kernel: 16-bit storage, and fp32 storage (the encoder's activations) rounded
@@ -455,7 +461,6 @@ TEST_F(Gpu, DisentangledAttentionTensorCoresMatchCpu) {
     for (DType t : {c, DType::kF32}) {
       check_attention(prompt, 12, 64, t, "attention 12x64 L=128,77,1,200,33", c);
       check_attention(long_one, 12, 64, t, "attention 12x64 L=512 pos 0..511", c);
-      check_attention(Batch({40, 9}, 23), 4, 16, t, "attention 4x16 (tiny model)", c);
     }
   }
 }
@@ -497,6 +502,12 @@ TEST_F(Gpu, DisentangledAttentionIsDeterministicAtDemoBatchShapes) {
       }
     }
   }
+}
+
+// The same at the tiny model's shape (small enough for compute-sanitizer --tool racecheck).
+TEST_F(Gpu, DisentangledAttentionTensorCoresTinyModel) {
+  for (DType c : {DType::kF16, DType::kBF16})
+    for (DType t : {c, DType::kF32}) check_attention(Batch({40, 9}, 23), 4, 16, t, "attention 4x16 (tiny model)", c);
 }
 
 TEST_F(Gpu, DisentangledAttentionMatchesCpuOnPackedPromptBatch) {

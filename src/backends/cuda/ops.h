@@ -49,9 +49,10 @@ void conv1d_k3_combine(DType type, const void* taps, const DeviceBatch& batch, i
 struct AttentionArgs {
   DType type = DType::kF32;  // of q, k, v, q_rel, k_rel, out
   // Arithmetic of the products. F32: CUDA cores, any storage type. F16 / BF16: tensor cores
-  // (attention_mma.cu: sm_80+, head_dim 64 or 16, storage F32 or the same type; the inputs are
-  // rounded to it when staged and the probabilities once more before P·V) where its grid fills
-  // the GPU (at least one block per multiprocessor), else the F32 kernel.
+  // (attention_mma.cu: sm_80+ with 150 KB of shared memory per block, i.e. sm_80 and sm_90, not
+  // sm_86/89; head_dim 64 or 16, storage F32 or the same type; the inputs are
+  // rounded to it when staged and the probabilities once more before P·V): F16 wherever it
+  // applies, BF16 where its grid fills the GPU (see attention.cu); else the F32 kernel.
   DType compute = DType::kF32;
   // Where the tensor-core kernel runs (compute F16/BF16 only): -1 where its grid fills the GPU
   // (the default), 0 never, 1 wherever it is supported (CudaBackend: REXNLU_CUDA_MMA_ATTENTION).

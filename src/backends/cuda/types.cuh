@@ -5,6 +5,9 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <cstddef>
+#include <utility>
+
 #include "backends/cuda/common.h"
 
 namespace rexnlu::backends::cuda {
@@ -27,6 +30,16 @@ void dispatch_float_type(DType type, const char* what, F&& f) {
     case DType::kBF16: f(__nv_bfloat16{}); break;
     default: f(float{}); break;
   }
+}
+
+// kernel<<<grid, threads, smem_bytes, stream>>>(args...) after raising the kernel's limit of dynamic
+// shared memory to smem_bytes (needed above 48 KB); launch errors as rexnlu::Error naming `what`.
+template <typename... Params, typename... Args>
+void launch_with_smem(void (*kernel)(Params...), dim3 grid, int threads, size_t smem_bytes, cudaStream_t stream,
+                      const char* what, Args&&... args) {
+  check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem_bytes)), what);
+  kernel<<<grid, threads, smem_bytes, stream>>>(std::forward<Args>(args)...);
+  check_launch(what);
 }
 
 }  // namespace rexnlu::backends::cuda
