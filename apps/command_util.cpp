@@ -5,6 +5,7 @@
 #include <charconv>
 #include <exception>
 #include <iostream>
+#include <memory>
 
 #include "rexnlu/default_model.h"
 #include "rexnlu/error.h"
@@ -52,17 +53,27 @@ void add_limit_options(CLI::App& cmd, Limits& l) {
 }
 
 void add_load_options(CLI::App& cmd, LoadOptions& options, const std::string& threads_flag) {
-  auto device = [&options](const std::string& name) {
+  // Without --precision (or with "auto"): default_precision(device), whichever flag comes first.
+  auto chosen = std::make_shared<bool>(false);
+  auto device = [&options, chosen](const std::string& name) {
     if (!parse_device_spec(name, options))
       throw CLI::ValidationError("--device", "must be cpu, cuda or cuda:N, not " + name);
+    if (!*chosen) options.precision = default_precision(options.device);
   };
-  auto precision = [&options](const std::string& name) {
+  auto precision = [&options, chosen](const std::string& name) {
+    *chosen = name != "auto";
+    if (!*chosen) {
+      options.precision = default_precision(options.device);
+      return;
+    }
     const auto p = parse_precision(name);
-    if (!p) throw CLI::ValidationError("--precision", "must be fp32, fp16, bf16 or int8, not " + name);
+    if (!p) throw CLI::ValidationError("--precision", "must be fp32, fp16, bf16, int8 or auto, not " + name);
     options.precision = *p;
   };
   cmd.add_option_function<std::string>("--device", device, "where the model runs: cpu (default), cuda or cuda:N");
-  cmd.add_option_function<std::string>("--precision", precision, "weights of the dense layers: fp32 (default), fp16, bf16, int8");
+  cmd.add_option_function<std::string>("--precision", precision,
+                                       "weights of the dense layers: fp32, fp16, bf16, int8; auto (default) = fp32 on "
+                                       "the CPU, fp16 on a GPU");
   cmd.add_option(threads_flag, options.threads, "CPU worker threads (0 = OMP_NUM_THREADS or one per core)")
       ->capture_default_str()
       ->check(int_range(0, 1024));

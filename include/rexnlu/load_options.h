@@ -32,5 +32,9 @@ std::optional<Device> parse_device(std::string_view name);        // the names a
 // "cpu", "cuda" or "cuda:N" into options.device and options.device_index; false if malformed.
 bool parse_device_spec(std::string_view spec, LoadOptions& options);
 std::optional<Precision> parse_precision(std::string_view name);  // the names above, also "float32"...
+// The precision the CLI, the HTTP service and the Python package pick when none is given: fp32 on
+// the CPU, fp16 on a GPU (it decodes as fp32 on every measured set and is faster there:
+// docs/accuracy.md, docs/benchmarks.md). LoadOptions' own default stays fp32 on every device.
+Precision default_precision(Device device);
 
 }  // namespace rexnlu

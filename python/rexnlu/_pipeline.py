@@ -175,14 +175,14 @@ class Pipeline:
         return self.engine.info()
 
 
-def pipeline(task="rex-uninlu", model=None, device="cpu", *, precision="fp32", threads=0, model_revision=None,
+def pipeline(task="rex-uninlu", model=None, device="cpu", *, precision="auto", threads=0, model_revision=None,
              **options):
     """Loads ``model`` for ``task`` and returns a :class:`Pipeline`, as ``modelscope.pipelines.pipeline``.
 
     task: 'rex-uninlu' (RexUniNLU) or 'siamese-uie' (``Tasks.siamese_uie``; needs an engine with
     that model family). model: the model directory, a ModelScope model id already in the local
     ModelScope cache, or None for the bundled demo model. device: 'cpu' or 'cuda' ('gpu',
-    'cuda:0'). precision: 'fp32', 'fp16', 'bf16', 'int8' (as the build supports). threads: CPU
+    'cuda:0'). precision: 'fp32', 'fp16', 'bf16', 'int8' (as the build supports), 'auto' = fp32 on the CPU, fp16 on a GPU. threads: CPU
     threads (0 = one per core). model_revision: accepted for ModelScope code, ignored (the
     directory is what runs). options: extraction options for every call (docs/options.md).
     Raises ValueError for an unknown task, ModelError (a ValueError) for a bad model directory or

@@ -46,18 +46,18 @@ PYBIND11_MODULE(_rexnlu, m) {
 
   py::class_<PyEngine>(m, "Engine", R"doc(A loaded model: extract typed spans from texts with a schema.
 
-Engine(model=None, device='cpu', precision='fp32', threads=0)
+Engine(model=None, device='cpu', precision='auto', threads=0)
 
 model: the model directory (config.json, vocab.txt, model.safetensors or pytorch_model.bin), as
   str or os.PathLike; None = the bundled demo model. device: 'cpu' or 'cuda'. precision: 'fp32',
-  'fp16', 'bf16' or 'int8' (what the build and device support). threads: CPU threads, 0 = one per
+  'fp16', 'bf16' or 'int8' (what the build and device support); 'auto' = fp32 on the CPU, fp16 on a GPU. threads: CPU threads, 0 = one per
   core (or OMP_NUM_THREADS).
 Raises ModelError (a ValueError) for a missing, corrupt or unsupported model directory, OSError
 when a file cannot be read, ValueError for a device or precision this build cannot run.
 
 One Engine may be shared by any number of threads; the GIL is released while it computes.)doc")
       .def(py::init<const py::object&, const std::string&, const std::string&, int>(), py::arg("model") = py::none(),
-           py::arg("device") = "cpu", py::arg("precision") = "fp32", py::arg("threads") = 0)
+           py::arg("device") = "cpu", py::arg("precision") = "auto", py::arg("threads") = 0)
       .def(
           "extract",
           [](PyEngine& e, const py::handle& text, const py::handle& schema, const py::object& timeout, bool timings,

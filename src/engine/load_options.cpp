@@ -53,4 +53,6 @@ std::optional<Precision> parse_precision(std::string_view name) {
   return std::nullopt;
 }
 
+Precision default_precision(Device device) { return device == Device::kCuda ? Precision::kFloat16 : Precision::kFloat32; }
+
 }  // namespace rexnlu

@@ -120,6 +120,30 @@ TEST(CliPrecision, InfoReportsInt8) {
   EXPECT_NE(r.out.find("oneDNN u8 x s8 matmul"), std::string::npos) << r.out;
 }
 
+// No --precision (or "auto"): fp32 on the CPU, fp16 on a GPU, whichever of --device / --precision
+// comes first; an explicit precision wins.
+TEST(CliPrecision, AutoIsFp32OnTheCpuAndFp16OnTheGpu) {
+  for (const std::vector<std::string>& extra : {std::vector<std::string>{}, {"--precision", "auto"}}) {
+    std::vector<std::string> args{"info", "--model", kTiny, "--json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const Outcome r = rexnlu(args);
+    EXPECT_EQ(r.rc, 0) << r.err;
+    EXPECT_NE(r.out.find("\"precision\": \"fp32\""), std::string::npos) << r.out;
+  }
+  if (const Outcome probe = rexnlu({"info", "--model", kTiny, "--device", "cuda", "--json"}); probe.rc == 0) {
+    EXPECT_NE(probe.out.find("\"precision\": \"fp16\""), std::string::npos) << probe.out;
+    for (const std::vector<std::string>& order :
+         {std::vector<std::string>{"--device", "cuda", "--precision", "fp32"}, {"--precision", "fp32", "--device", "cuda"}}) {
+      std::vector<std::string> args{"info", "--model", kTiny, "--json"};
+      args.insert(args.end(), order.begin(), order.end());
+      const Outcome r = rexnlu(args);
+      EXPECT_EQ(r.rc, 0) << r.err;
+      EXPECT_NE(r.out.find("\"precision\": \"fp32\""), std::string::npos) << r.out;
+    }
+  }
+  expect_error({"info", "--model", kTiny, "--precision", "fp64"}, "must be fp32, fp16, bf16, int8 or auto, not fp64");
+}
+
 TEST(CliErrors, GoToStderrWithNonZeroExit) {
   expect_error({"no-such-command"}, "A subcommand is required");  // CLI11's message
   expect_error({"extract", "张三", "--schema", kNerSchema, "--model", "/no/such/model"}, "/no/such/model");

@@ -55,6 +55,10 @@ def test_engine_level_api(tiny):
     assert "probability" in result["output"][0][0]  # the engine's JSON default
     info = engine.info()
     assert info["family"] == "rex-uninlu" and info["layers"] > 0 and info["limits"]["max_text_bytes"] == 100000
+    assert info["precision"] == "fp32"  # precision='auto' (the default) is fp32 on the CPU
+    assert rexnlu.Engine(TINY_MODEL, precision="int8").info()["precision"] == "int8"
+    with pytest.raises(ValueError, match="'auto'"):
+        rexnlu.Engine(TINY_MODEL, precision="fp64")
     assert engine.count_tokens("Apple公司CEO") > 3
     assert engine.forward_calls >= 1
     timed = engine.extract(TEXT, SCHEMA, timings=True)
