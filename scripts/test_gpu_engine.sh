@@ -49,7 +49,7 @@ fails=0
 step() {  # step NAME command...: runs it, prints its last lines, counts failures
   local name=$1; shift
   echo "== $name"
-  if "$@" > "$dir/$name.log" 2>&1; then grep -E "^\[  (PASSED|SKIPPED) |parity|fullsize|max scaled|tests? ran|samples, .*forwards" "$dir/$name.log" | tail -n 40; echo "   ok"
+  if "$@" > "$dir/$name.log" 2>&1; then grep -E "^\[  (PASSED|SKIPPED) |parity|fullsize|max scaled|tests? ran|samples, .*forwards|^(reference|candidate): " "$dir/$name.log" | tail -n 40; echo "   ok"
   else tail -n 60 "$dir/$name.log"; echo "   FAILED"; fails=$((fails + 1)); return 1; fi
 }
 # 4 first: the demo model in reduced precision (ONLY_DEMO=1 stops after it).
@@ -71,6 +71,10 @@ if ! step demo_precision_gpu env REXNLU_TEST_DEVICE=cuda "$dir/tests/uie/test_de
       echo "   $set $p: $(grep -c '^VERIFY' "$dir/verify_${set}_$p.log") checks, $(grep -c ' BAD$' "$dir/verify_${set}_$p.log") BAD"
       grep ' BAD$' "$dir/verify_${set}_$p.log" | head -n 4
     done
+  done
+  echo "-- localisation: fp16 / bf16 rexnlu eval with fp32 activations (16-bit weights only, REXNLU_CUDA_FP32_ACTIVATIONS=1)"
+  for set in st_absa st_ner; do
+    for p in fp16 bf16; do echo "   $set $p batch 64, fp32 activations: $(demo_eval $set $p REXNLU_CUDA_FP32_ACTIVATIONS=1)"; done
   done
   echo "-- localisation: fp16 rexnlu eval with the tensor-core attention never / always (REXNLU_CUDA_MMA_ATTENTION)"
   for set in st_absa st_ner; do

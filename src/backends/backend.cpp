@@ -45,6 +45,13 @@ Tensor Backend::copy_of(ConstTensorRef host) {
   return Tensor(std::move(storage), r);
 }
 
+Tensor Backend::copy_as(ConstTensorRef host, DType type) {
+  if (type != host.dtype)
+    throw InternalError("Backend::copy_as: " + rexnlu::describe(host) + " as " + std::string(dtype_name(type)) +
+                        ": this backend stores it as given only");
+  return copy_of(host);
+}
+
 Linear Backend::make_linear(ConstTensorRef weight, ConstTensorRef bias) {
   if (precision_ != Precision::kFloat32)
     throw InternalError("Backend::make_linear: precision " + std::string(precision_name(precision_)) + " not implemented");
@@ -52,7 +59,10 @@ Linear Backend::make_linear(ConstTensorRef weight, ConstTensorRef bias) {
 }
 
 Linear Backend::plain_linear(ConstTensorRef weight, ConstTensorRef bias) {
-  return Linear{copy_of(weight), bias.empty() ? Tensor() : copy_of(bias), Tensor(), Tensor()};
+  Linear l;
+  l.weight = copy_of(weight);
+  if (!bias.empty()) l.bias = copy_of(bias);
+  return l;
 }
 
 Linear Backend::make_linear_as(LinearRole, ConstTensorRef weight, ConstTensorRef bias) {

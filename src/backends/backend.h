@@ -37,6 +37,11 @@ class Backend {
 
   Device device() const { return device_; }
   Precision precision() const { return precision_; }
+  // The storage type of the activations a network keeps between ops (hidden states, the layers'
+  // intermediates, constants it computes for them at load): F32, or where the device computes in
+  // 16 bits (CUDA at fp16 / bf16) that type. The ops accept F32 or this type for them; their
+  // arithmetic (accumulation, layer-norm statistics, softmax) stays fp32 either way.
+  virtual DType activation_type() const { return DType::kF32; }
   virtual std::string describe() const = 0;  // for logs and `rexnlu info`: device, threads, libraries
 
   // ---- scratch memory of a forward pass (on the device)
@@ -67,6 +72,10 @@ class Backend {
   // ---- persistent memory (weights, constants computed at load)
   Tensor alloc_tensor(DType dtype, std::initializer_list<int64_t> shape);  // uninitialised
   Tensor copy_of(ConstTensorRef host);  // a contiguous device copy of host memory
+  // The same stored as `type`: host F32 rounded to F16 / BF16 (to nearest even) where this backend
+  // keeps such tensors (CUDA: make_linear, the conv taps at activation_type()); `type` ==
+  // host.dtype is copy_of. Throws rexnlu::Error (kInternal) for a conversion it does not do.
+  virtual Tensor copy_as(ConstTensorRef host, DType type);
   Linear plain_linear(ConstTensorRef weight, ConstTensorRef bias);  // F32 W and bias as given, copied
   // A linear layer's weights (host F32 W [out, in], bias [out] or empty) in the layout this
   // backend uses for precision(): F32 here; int8 + per-channel scale or F16/BF16 where supported.

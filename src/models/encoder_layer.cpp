@@ -20,17 +20,17 @@ EncoderLayerWeights declare_encoder_layer(WeightLoader& w, const std::string& p,
 }
 
 TensorRef project_qkv(backends::Backend& be, const EncoderLayerWeights& L, ConstTensorRef h) {
-  const TensorRef qkv = be.alloc(DType::kF32, {h.rows(), L.qkv.out_features()});
+  const TensorRef qkv = be.alloc(h.dtype, {h.rows(), L.qkv.out_features()});
   ops::linear(be, h, L.qkv, qkv);
   return qkv;
 }
 
 void attention_output_and_ffn(backends::Backend& be, const EncoderLayerWeights& L, ConstTensorRef ctx, TensorRef h) {
   const int64_t T = h.rows();
-  const TensorRef attn = be.alloc(DType::kF32, {T, h.cols()});
+  const TensorRef attn = be.alloc(h.dtype, {T, h.cols()});
   ops::linear(be, ctx, L.attn_out, attn);
   ops::layer_norm(be, attn, h, L.attn_ln, attn);
-  const TensorRef inter = be.alloc(DType::kF32, {T, L.inter.out_features()});
+  const TensorRef inter = be.alloc(h.dtype, {T, L.inter.out_features()});
   ops::linear(be, attn, L.inter, inter, ops::Activation::kGeluErf);
   ops::linear(be, inter, L.out, h);
   ops::layer_norm(be, h, attn, L.out_ln, h);

@@ -29,6 +29,8 @@ EncoderLayerWeights declare_encoder_layer(WeightLoader& w, const std::string& pr
                                           const std::string& k, const std::string& v, int64_t hidden,
                                           int64_t intermediate, float eps);
 
+// The activations (h, ctx and what these allocate) are all of h's dtype: F32, or the backend's
+// activation type where the network keeps them in it (the Rex encoder).
 // qkv [T, 3H] = h Wqkv^T + bqkv, from the backend's workspace (the caller holds the frame).
 TensorRef project_qkv(backends::Backend& be, const EncoderLayerWeights& layer, ConstTensorRef h);
 

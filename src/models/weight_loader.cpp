@@ -73,7 +73,9 @@ ops::Conv1dK3Weights WeightLoader::conv1d_k3(const std::string& prefix, int64_t 
   Tensor bias = tensor(prefix + ".bias", {out});
   if (!w) return {};
   const std::vector<float> taps = ops::conv1d_k3_taps(w->f32(), out, in);
-  return ops::Conv1dK3Weights{backend_.copy_of(host_ref(taps.data(), {3, out, in})), std::move(bias)};
+  // The taps multiply the activations: stored in their type (16-bit on the GPU at fp16 / bf16).
+  return ops::Conv1dK3Weights{backend_.copy_as(host_ref(taps.data(), {3, out, in}), backend_.activation_type()),
+                              std::move(bias)};
 }
 
 std::vector<std::string> WeightLoader::finish() const {

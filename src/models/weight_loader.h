@@ -44,7 +44,8 @@ class WeightLoader {
                 LinearRole role = LinearRole::kOther);
   // nn.LayerNorm(width) at `prefix` (prefix.weight, prefix.bias).
   LayerNormWeights layer_norm(const std::string& prefix, int64_t width, float eps);
-  // nn.Conv1d(in -> out, kernel 3) at `prefix` (prefix.weight [out, in, 3], prefix.bias [out]).
+  // nn.Conv1d(in -> out, kernel 3) at `prefix` (prefix.weight [out, in, 3], prefix.bias [out]); the
+  // taps in the backend's activation type (ops::conv1d_k3).
   ops::Conv1dK3Weights conv1d_k3(const std::string& prefix, int64_t out, int64_t in);
 
   bool complete() const { return missing_.empty() && wrong_.empty(); }

@@ -11,10 +11,11 @@ namespace rexnlu::ops {
 
 void gelu_erf(backends::Backend& be, TensorRef x) {
   constexpr const char* op = "gelu_erf";
+  const DType type = detail::activation_dtype(op, "x", x, be);
   if (x.contiguous()) {
-    detail::expect_vector(op, "x", x, DType::kF32, x.numel(), be);
+    detail::expect_vector(op, "x", x, type, x.numel(), be);
   } else {  // rows of a wider matrix (linear's output into a column block)
-    detail::expect_matrix(op, "x", x, DType::kF32, be);
+    detail::expect_matrix(op, "x", x, type, be);
   }
   const auto rows = static_cast<size_t>(x.contiguous() ? 1 : x.rows());
   const auto cols = static_cast<size_t>(x.contiguous() ? x.numel() : x.cols());
@@ -25,7 +26,7 @@ void gelu_erf(backends::Backend& be, TensorRef x) {
       return;
 #if REXNLU_HAVE_CUDA
     case Device::kCuda:
-      backends::cuda::gelu_erf_rows(DType::kF32, x.data, rows, cols, ld, backends::cuda::CudaBackend::of(be).stream());
+      backends::cuda::gelu_erf_rows(type, x.data, rows, cols, ld, backends::cuda::CudaBackend::of(be).stream());
       return;
 #endif
     default:

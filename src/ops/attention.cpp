@@ -19,9 +19,10 @@ namespace {
 // Everything but the mask: dtypes, devices, shapes and strides of q, k, v, q_rel, k_rel, out, position_ids.
 void check_rows(const char* op, const DisentangledAttention& a, const backends::Backend& be) {
   const int64_t L = a.q.rows(), width = a.q.cols(), rel_rows = a.q_rel.rows();
+  const DType type = detail::activation_dtype(op, "q", a.q, be);  // one storage type for all six
   for (auto [name, t] : {std::pair{"q", a.q}, {"k", a.k}, {"v", a.v}, {"q_rel", a.q_rel}, {"k_rel", a.k_rel}})
-    detail::expect_matrix(op, name, t, DType::kF32, be);
-  detail::expect_matrix(op, "out", a.out, DType::kF32, be);
+    detail::expect_matrix(op, name, t, type, be);
+  detail::expect_matrix(op, "out", a.out, type, be);
   detail::expect(a.k.rows() == L && a.v.rows() == L && a.out.rows() == L && a.k_rel.rows() == rel_rows, op,
                  "row counts of q, k, v, out or q_rel, k_rel differ");
   detail::expect(a.k.cols() == width && a.v.cols() == width && a.out.cols() == width && a.q_rel.cols() == width &&
@@ -37,7 +38,7 @@ void check_rows(const char* op, const DisentangledAttention& a, const backends::
 backends::cuda::AttentionArgs cuda_args(const DisentangledAttention& a, const backends::cuda::DeviceBatch& batch,
                                         const backends::cuda::CudaBackend& cb) {
   backends::cuda::AttentionArgs c;
-  c.type = DType::kF32;
+  c.type = a.q.dtype;
   c.compute = cb.compute_type();
   c.tensor_cores = cb.attention_tensor_cores();
   c.batch = batch;

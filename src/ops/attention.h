@@ -16,11 +16,13 @@ namespace rexnlu::ops {
 struct DisentangledAttention {
   int num_heads = 0;  // head n uses columns [n*head_dim, (n+1)*head_dim) of q, k, v, out
   float scale = 1.0f;  // float32(sqrt(head_dim * 3))
-  ConstTensorRef q, k, v;       // F32 [L, heads*head_dim], any row stride
-  ConstTensorRef q_rel, k_rel;  // F32 [rel_rows, heads*head_dim]: Qr = query_proj(R), Kr = key_proj(R)
+  // q, k, v, q_rel, k_rel, out: one storage type, F32 or the backend's activation type (scores,
+  // softmax and the sums are fp32 either way).
+  ConstTensorRef q, k, v;       // [L, heads*head_dim], any row stride
+  ConstTensorRef q_rel, k_rel;  // [rel_rows, heads*head_dim]: Qr = query_proj(R), Kr = key_proj(R)
   ConstTensorRef position_ids;  // I32 [L]
   ConstTensorRef mask;          // U8 [L, L], nonzero = row token may attend to column token
-  TensorRef out;                // F32 [L, heads*head_dim], any row stride
+  TensorRef out;                // [L, heads*head_dim], any row stride
 };
 
 // Scratch comes from the backend's workspace and is released before it returns.

@@ -24,4 +24,12 @@ void expect_vector(const char* op, const char* name, ConstTensorRef t, DType dty
                  std::string(dtype_name(dtype)) + " on " + std::string(device_name(backend.device())));
 }
 
+DType activation_dtype(const char* op, const char* name, ConstTensorRef t, const backends::Backend& backend) {
+  const DType act = backend.activation_type();
+  if (t.dtype != DType::kF32 && t.dtype != act)
+    fail(op, std::string(name) + " is " + describe(t) + ", expected F32" +
+                 (act == DType::kF32 ? std::string() : " or " + std::string(dtype_name(act))) + " activations");
+  return t.dtype;
+}
+
 }  // namespace rexnlu::ops::detail

@@ -19,6 +19,9 @@ void expect_matrix(const char* op, const char* name, ConstTensorRef t, DType dty
 // `t` is a contiguous `dtype` tensor of `numel` elements on the backend's device.
 void expect_vector(const char* op, const char* name, ConstTensorRef t, DType dtype, int64_t numel,
                    const backends::Backend& backend);
+// The dtype of activation `name`: F32, or the backend's activation_type() (F16 / BF16 on the GPU at
+// fp16 / bf16); anything else fails naming the op and the argument.
+DType activation_dtype(const char* op, const char* name, ConstTensorRef t, const backends::Backend& backend);
 inline void expect(bool ok, const char* op, const char* what) {
   if (!ok) fail(op, what);
 }

@@ -28,7 +28,8 @@ void conv1d_k3_cuda(backends::Backend& be, ConstTensorRef x, const Conv1dK3Weigh
                     const backends::cuda::DeviceBatch& batch) {
   auto& cb = backends::cuda::CudaBackend::of(be);
   const int64_t out = w.taps.ref().shape[1], in = w.taps.ref().shape[2], rows = x.rows();
-  float* tap_sums = be.workspace().alloc<float>(static_cast<size_t>(rows * 3 * out));
+  // x, the taps, their products and y share x's type (check_conv); the sums are fp32.
+  void* tap_sums = be.workspace().alloc<std::byte>(static_cast<size_t>(rows * 3 * out) * dtype_size(x.dtype));
   backends::cuda::GemmArgs g;
   g.M = detail::to_int(rows);
   g.N = detail::to_int(3 * out);
@@ -37,10 +38,12 @@ void conv1d_k3_cuda(backends::Backend& be, ConstTensorRef x, const Conv1dK3Weigh
   g.lda = g.K;
   g.B = w.taps.ref().data;
   g.ldb = g.K;
+  g.ab_type = x.dtype;
   g.C = tap_sums;
   g.ldc = g.N;
+  g.c_type = x.dtype;
   cb.gemm(g);
-  backends::cuda::conv1d_k3_combine(DType::kF32, tap_sums, batch, detail::to_int(out),
+  backends::cuda::conv1d_k3_combine(x.dtype, tap_sums, batch, detail::to_int(out),
                                     w.bias.empty() ? nullptr : w.bias.ref().f32(), y.data, cb.stream());
 }
 #endif
@@ -49,9 +52,10 @@ void check_conv(const char* op, ConstTensorRef x, const Conv1dK3Weights& w, Tens
   const ConstTensorRef taps = w.taps;
   detail::expect(taps.rank == 3 && taps.shape[0] == 3 && taps.contiguous(), op, "taps must be contiguous [3, out, in]");
   const int64_t out = taps.shape[1], in = taps.shape[2], L = x.rows();
-  detail::expect_vector(op, "taps", taps, DType::kF32, 3 * out * in, be);
-  detail::expect_vector(op, "x", x, DType::kF32, L * in, be);
-  detail::expect_vector(op, "y", y, DType::kF32, L * out, be);
+  const DType type = detail::activation_dtype(op, "x", x, be);  // of x, y and the taps
+  detail::expect_vector(op, "taps", taps, type, 3 * out * in, be);
+  detail::expect_vector(op, "x", x, type, L * in, be);
+  detail::expect_vector(op, "y", y, type, L * out, be);
   if (!w.bias.empty()) detail::expect_vector(op, "bias", w.bias, DType::kF32, out, be);
 }
 

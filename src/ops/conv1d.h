@@ -12,14 +12,15 @@ namespace rexnlu::ops {
 
 // The weights as three [out, in] tap matrices: tap k multiplies token t + k - 1.
 struct Conv1dK3Weights {
-  Tensor taps;  // F32 [3, out, in]
+  Tensor taps;  // [3, out, in], of the type of the conv's x and y: F32 or the backend's activation type
   Tensor bias;  // F32 [out]; may be empty
 };
 
 // torch's Conv1d weight [out, in, 3] (host) -> the taps layout above (host).
 std::vector<float> conv1d_k3_taps(const float* torch_weight, int64_t out, int64_t in);
 
-// y [L, out] = conv(x [L, in]) over ONE sequence of L tokens (contiguous rows).
+// y [L, out] = conv(x [L, in]) over ONE sequence of L tokens (contiguous rows); x, y and the taps
+// of one type (F32, or the backend's activation type: fp32 sums of the 16-bit products).
 void conv1d_k3(backends::Backend& be, ConstTensorRef x, const Conv1dK3Weights& w, TensorRef y);
 
 // The same over every sequence of a packed batch (sequence b owns rows [offsets[b], offsets[b+1])

@@ -19,28 +19,43 @@ namespace {
 
 using backends::cuda::check;
 
+// `bytes` at device address `src` into host memory, on `stream` (the backend's: the op's results
+// are there), then waited for.
+void copy_back(void* host, const void* src, size_t bytes, cudaStream_t stream) {
+  if (bytes == 0) return;
+  check(cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, stream), "cuda_verify");
+  check(cudaStreamSynchronize(stream), "cuda_verify");
+}
+
 // `count` elements of `type` at device address `src` as floats.
-std::vector<float> fetch(const void* src, DType type, size_t count) {
+std::vector<float> fetch(const void* src, DType type, size_t count, cudaStream_t stream) {
   std::vector<float> out(count);
-  if (count == 0) return out;
   if (type == DType::kF32) {
-    check(cudaMemcpy(out.data(), src, count * sizeof(float), cudaMemcpyDeviceToHost), "cuda_verify");
+    copy_back(out.data(), src, count * sizeof(float), stream);
     return out;
   }
   std::vector<uint16_t> raw(count);
-  check(cudaMemcpy(raw.data(), src, count * sizeof(uint16_t), cudaMemcpyDeviceToHost), "cuda_verify");
+  copy_back(raw.data(), src, count * sizeof(uint16_t), stream);
   for (size_t i = 0; i < count; ++i) out[i] = type == DType::kF16 ? f16_to_f32(raw[i]) : bf16_to_f32(raw[i]);
   return out;
 }
 
 template <typename T>
-std::vector<T> fetch_plain(const void* src, size_t count) {
+std::vector<T> fetch_plain(const void* src, size_t count, cudaStream_t stream) {
   std::vector<T> out(count);
-  if (count) check(cudaMemcpy(out.data(), src, count * sizeof(T), cudaMemcpyDeviceToHost), "cuda_verify");
+  copy_back(out.data(), src, count * sizeof(T), stream);
   return out;
 }
 
 const char* type_name(DType t) { return t == DType::kF32 ? "f32" : t == DType::kF16 ? "f16" : "bf16"; }
+
+// The relative error of storing a value as `t` (round to nearest): 0 for F32, 2^-11 / 2^-8.
+double storage_rounding(DType t) { return t == DType::kF16 ? 0x1p-11 : t == DType::kBF16 ? 0x1p-8 : 0.0; }
+
+// `base` + `offset` elements of `type`.
+const void* advance(const void* base, size_t offset, DType type) {
+  return static_cast<const std::byte*>(base) + offset * dtype_size(type);
+}
 
 // The worst |got - want| / max(1, |want|) and where.
 struct Worst {
@@ -73,8 +88,8 @@ void linear(const backends::cuda::GemmArgs& g, cudaStream_t stream) {
   if (!g.trans_b || g.M <= 0 || g.N <= 0) return;
   check(cudaStreamSynchronize(stream), "cuda_verify (linear)");
   const size_t ab = dtype_size(g.ab_type), cs = dtype_size(g.c_type);
-  const std::vector<float> B = fetch(g.B, g.ab_type, static_cast<size_t>(g.N - 1) * g.ldb + g.K);
-  const std::vector<float> bias = g.bias ? fetch(g.bias, g.c_type, g.N) : std::vector<float>(g.N, 0.0f);
+  const std::vector<float> B = fetch(g.B, g.ab_type, static_cast<size_t>(g.N - 1) * g.ldb + g.K, stream);
+  const std::vector<float> bias = g.bias ? fetch(g.bias, g.c_type, g.N, stream) : std::vector<float>(g.N, 0.0f);
   // Up to 24 rows spread over M, the first and the last among them.
   const int samples = std::min(g.M, 24);
   Worst w;
@@ -82,9 +97,9 @@ void linear(const backends::cuda::GemmArgs& g, cudaStream_t stream) {
   for (int s = 0; s < samples; ++s) {
     const int r = samples == 1 ? 0 : static_cast<int>(static_cast<long>(s) * (g.M - 1) / (samples - 1));
     const std::vector<float> a = fetch(static_cast<const std::byte*>(g.A) + static_cast<size_t>(r) * g.lda * ab,
-                                       g.ab_type, g.K);
+                                       g.ab_type, g.K, stream);
     const std::vector<float> c = fetch(static_cast<const std::byte*>(g.C) + static_cast<size_t>(r) * g.ldc * cs,
-                                       g.c_type, g.N);
+                                       g.c_type, g.N, stream);
     for (float x : a) max_in = std::max(max_in, std::abs(x));
     for (int n = 0; n < g.N; ++n) {
       double acc = 0;
@@ -93,7 +108,7 @@ void linear(const backends::cuda::GemmArgs& g, cudaStream_t stream) {
       w.add(c[n], static_cast<float>(double(g.alpha) * acc + bias[n]), static_cast<long>(r) * g.N + n);
     }
   }
-  const double tol = 1e-4;
+  const double tol = 1e-4 + storage_rounding(g.c_type);  // fp32 sums, then y stored in its type
   std::fprintf(stderr,
                "VERIFY linear #%ld M=%d K=%d N=%d %s->%s: worst %.3g at (%ld, %ld) got %.6g want %.6g, max |input| %.4g%s\n",
                calls, g.M, g.K, g.N, type_name(g.ab_type), type_name(g.c_type), w.err, w.at / g.N, w.at % g.N, w.got,
@@ -104,13 +119,13 @@ void attention(const backends::cuda::AttentionArgs& a, cudaStream_t stream) {
   static long calls = 0;
   ++calls;
   const int B = a.batch.num_sequences;
-  if (a.type != DType::kF32 || B <= 0) return;
+  if (B <= 0) return;
   check(cudaStreamSynchronize(stream), "cuda_verify (attention)");
   const int H = a.num_heads * a.head_dim;
-  const auto offsets = fetch_plain<int32_t>(a.batch.offsets, static_cast<size_t>(B) + 1);
-  const auto mask_offsets = fetch_plain<int64_t>(a.batch.mask_offsets, static_cast<size_t>(B));
+  const auto offsets = fetch_plain<int32_t>(a.batch.offsets, static_cast<size_t>(B) + 1, stream);
+  const auto mask_offsets = fetch_plain<int64_t>(a.batch.mask_offsets, static_cast<size_t>(B), stream);
   const size_t rel = static_cast<size_t>(a.rel_rows - 1) * a.ld_rel + H;
-  const std::vector<float> q_rel = fetch(a.q_rel, DType::kF32, rel), k_rel = fetch(a.k_rel, DType::kF32, rel);
+  const std::vector<float> q_rel = fetch(a.q_rel, a.type, rel, stream), k_rel = fetch(a.k_rel, a.type, rel, stream);
   const bool mma = backends::cuda::attention_uses_tensor_cores(a);
   // The first, a middle, the last and the longest sequence.
   std::vector<int> picks{0, B / 2, B - 1};
@@ -120,21 +135,22 @@ void attention(const backends::cuda::AttentionArgs& a, cudaStream_t stream) {
   picks.push_back(longest);
   std::sort(picks.begin(), picks.end());
   picks.erase(std::unique(picks.begin(), picks.end()), picks.end());
-  const double tol = a.compute == DType::kF32 || !mma ? 1e-4 : 3e-2;
+  // + the output's rounding to its storage type (the host reads the same 16-bit inputs, widened).
+  const double tol = (a.compute == DType::kF32 || !mma ? 1e-4 : 3e-2) + storage_rounding(a.type);
   Worst worst;
   int worst_seq = 0, bad_rows = 0, rows_checked = 0;
   for (int b : picks) {
     const int row0 = offsets[b], L = offsets[b + 1] - offsets[b];
     if (L <= 0) continue;
     const size_t span = static_cast<size_t>(L - 1) * a.ld_qkv + H;
-    const auto at = [&](const void* base) { return static_cast<const float*>(base) + static_cast<size_t>(row0) * a.ld_qkv; };
-    const std::vector<float> q = fetch(at(a.q), DType::kF32, span), k = fetch(at(a.k), DType::kF32, span),
-                             v = fetch(at(a.v), DType::kF32, span);
-    const auto pos = fetch_plain<int32_t>(a.batch.position_ids + row0, L);
-    const auto mask = fetch_plain<uint8_t>(a.batch.masks + mask_offsets[b], static_cast<size_t>(L) * L);
+    const auto at = [&](const void* base) { return advance(base, static_cast<size_t>(row0) * a.ld_qkv, a.type); };
+    const std::vector<float> q = fetch(at(a.q), a.type, span, stream), k = fetch(at(a.k), a.type, span, stream),
+                             v = fetch(at(a.v), a.type, span, stream);
+    const auto pos = fetch_plain<int32_t>(a.batch.position_ids + row0, L, stream);
+    const auto mask = fetch_plain<uint8_t>(a.batch.masks + mask_offsets[b], static_cast<size_t>(L) * L, stream);
     const std::vector<float> got =
-        fetch(static_cast<const float*>(a.out) + static_cast<size_t>(row0) * a.ld_out, DType::kF32,
-              static_cast<size_t>(L - 1) * a.ld_out + H);
+        fetch(advance(a.out, static_cast<size_t>(row0) * a.ld_out, a.type), a.type,
+              static_cast<size_t>(L - 1) * a.ld_out + H, stream);
     std::vector<float> want(static_cast<size_t>(L) * H);
     std::vector<float> scratch(backends::cpu::disentangled_attention_scratch_floats(L, a.rel_rows));
     backends::cpu::DisentangledAttentionArgs c;
@@ -159,9 +175,9 @@ void attention(const backends::cuda::AttentionArgs& a, cudaStream_t stream) {
   }
   const int wl = offsets[worst_seq + 1] - offsets[worst_seq];
   std::fprintf(stderr,
-               "VERIFY attention #%ld B=%d maxL=%d %s %s: worst %.3g in sequence %d (L=%d) row %ld head %ld col %ld "
+               "VERIFY attention #%ld B=%d maxL=%d %s storage, %s %s: worst %.3g in sequence %d (L=%d) row %ld head %ld col %ld "
                "got %.6g want %.6g; %d/%d rows past %.0e%s\n",
-               calls, B, a.batch.max_length, type_name(a.compute), mma ? "tensor cores" : "fp32 cores", worst.err,
+               calls, B, a.batch.max_length, type_name(a.type), type_name(a.compute), mma ? "tensor cores" : "fp32 cores", worst.err,
                worst_seq, wl, worst.at / H, (worst.at % H) / a.head_dim, worst.at % a.head_dim, worst.got, worst.want,
                bad_rows, rows_checked, tol, worst.err > tol ? " BAD" : "");
 }

@@ -13,9 +13,11 @@ void layer_norm(backends::Backend& be, ConstTensorRef x, ConstTensorRef residual
                 TensorRef y) {
   constexpr const char* op = "layer_norm";
   const int64_t rows = y.rows(), cols = y.cols();
-  detail::expect_vector(op, "x", x, DType::kF32, rows * cols, be);
-  if (!residual.empty()) detail::expect_vector(op, "residual", residual, DType::kF32, rows * cols, be);
-  detail::expect_vector(op, "y", y, DType::kF32, rows * cols, be);
+  const DType x_type = detail::activation_dtype(op, "x", x, be), y_type = detail::activation_dtype(op, "y", y, be);
+  detail::expect(x_type == y_type || x_type == DType::kF32, op, "x must be F32 or of y's type");
+  detail::expect_vector(op, "x", x, x_type, rows * cols, be);
+  if (!residual.empty()) detail::expect_vector(op, "residual", residual, x_type, rows * cols, be);
+  detail::expect_vector(op, "y", y, y_type, rows * cols, be);
   detail::expect_vector(op, "gamma", w.gamma, DType::kF32, cols, be);
   detail::expect_vector(op, "beta", w.beta, DType::kF32, cols, be);
   switch (be.device()) {
@@ -25,7 +27,7 @@ void layer_norm(backends::Backend& be, ConstTensorRef x, ConstTensorRef residual
       return;
 #if REXNLU_HAVE_CUDA
     case Device::kCuda:
-      backends::cuda::layer_norm(DType::kF32, x.data, residual.empty() ? nullptr : residual.data, w.gamma.ref().f32(),
+      backends::cuda::layer_norm(x_type, y_type, x.data, residual.empty() ? nullptr : residual.data, w.gamma.ref().f32(),
                                  w.beta.ref().f32(), w.eps, detail::to_int(rows), detail::to_int(cols), y.data,
                                  backends::cuda::CudaBackend::of(be).stream());
       return;

@@ -56,8 +56,8 @@ void gemm(backends::Backend& be, ConstTensorRef a, ConstTensorRef b, bool trans_
 void linear(backends::Backend& be, ConstTensorRef x, const Linear& w, TensorRef y, Activation act) {
   constexpr const char* op = "linear";
   const ConstTensorRef W = w.weight;
-  detail::expect_matrix(op, "x", x, DType::kF32, be);
-  detail::expect_matrix(op, "y", y, DType::kF32, be);
+  detail::expect_matrix(op, "x", x, detail::activation_dtype(op, "x", x, be), be);
+  detail::expect_matrix(op, "y", y, detail::activation_dtype(op, "y", y, be), be);
   detail::expect(x.cols() == w.in_features() && y.cols() == w.out_features() && x.rows() == y.rows(), op,
                  "shapes of x, W and y do not match");
   detail::expect(x.contiguous(), op, "x must be contiguous");
@@ -96,9 +96,15 @@ void linear(backends::Backend& be, ConstTensorRef x, const Linear& w, TensorRef 
     }
 #if REXNLU_HAVE_CUDA
     case Device::kCuda: {
-      // F16 / BF16 weights: the input is rounded to their type, the product accumulates in fp32.
+      // F16 / BF16 weights: x and y are F32 or of W's type (16-bit activations); an F32 x is rounded
+      // to W's type first; the product accumulates in fp32 and writes y's type, bias included.
       auto& cb = backends::cuda::CudaBackend::of(be);
       detail::expect(W.device == Device::kCuda && W.ld() == W.cols() && W.contiguous(), op, "W must be contiguous on the device");
+      detail::expect(x.dtype == DType::kF32 || x.dtype == W.dtype, op, "x must be F32 or of W's type");
+      detail::expect(y.dtype == DType::kF32 || y.dtype == W.dtype, op, "y must be F32 or of W's type");
+      const Tensor& bias = y.dtype == DType::kF32 ? w.bias : w.bias_16;
+      detail::expect(w.bias.empty() || !bias.empty(), op, "the layer has no bias of y's type");
+      if (!bias.empty()) detail::expect_vector(op, "bias", bias, y.dtype, w.out_features(), be);
       const Workspace::Frame frame(be.workspace());
       backends::cuda::GemmArgs g;
       g.M = to_int(x.rows());
@@ -107,16 +113,17 @@ void linear(backends::Backend& be, ConstTensorRef x, const Linear& w, TensorRef 
       g.A = x.data;
       g.lda = g.K;
       g.ab_type = W.dtype;
-      if (W.dtype != DType::kF32) {
+      if (x.dtype != W.dtype) {
         void* rounded = be.workspace().alloc<std::byte>(static_cast<size_t>(x.numel()) * dtype_size(W.dtype));
-        backends::cuda::convert_from_f32(x.f32(), W.dtype, rounded, static_cast<size_t>(x.numel()), cb.stream());
+        backends::cuda::convert(x.dtype, x.data, W.dtype, rounded, static_cast<size_t>(x.numel()), cb.stream());
         g.A = rounded;
       }
       g.B = W.data;
       g.ldb = g.K;
       g.C = y.data;
       g.ldc = to_int(y.ld());
-      g.bias = w.bias.empty() ? nullptr : w.bias.ref().data;
+      g.c_type = y.dtype;
+      g.bias = bias.empty() ? nullptr : bias.ref().data;
       cb.gemm(g);
       if (ops::cuda_verify::enabled()) ops::cuda_verify::linear(g, cb.stream());
       break;

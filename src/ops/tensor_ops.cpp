@@ -38,17 +38,17 @@ void embedding(backends::Backend& be, ConstTensorRef table, ConstTensorRef ids, 
 
 void copy(backends::Backend& be, ConstTensorRef src, TensorRef dst) {
   constexpr const char* op = "copy";
-  detail::expect_vector(op, "src", src, DType::kF32, dst.numel(), be);
-  detail::expect_vector(op, "dst", dst, DType::kF32, dst.numel(), be);
+  const DType from = detail::activation_dtype(op, "src", src, be), to = detail::activation_dtype(op, "dst", dst, be);
+  detail::expect_vector(op, "src", src, from, dst.numel(), be);
+  detail::expect_vector(op, "dst", dst, to, dst.numel(), be);
   switch (be.device()) {
-    case Device::kCpu:
+    case Device::kCpu:  // F32 only (the CPU's activation type)
       std::copy_n(src.f32(), dst.numel(), dst.f32());
       return;
 #if REXNLU_HAVE_CUDA
     case Device::kCuda:
-      backends::cuda::check(cudaMemcpyAsync(dst.data, src.data, static_cast<size_t>(dst.numel()) * sizeof(float),
-                                            cudaMemcpyDeviceToDevice, backends::cuda::CudaBackend::of(be).stream()),
-                            "ops::copy");
+      backends::cuda::convert(from, src.data, to, dst.data, static_cast<size_t>(dst.numel()),
+                              backends::cuda::CudaBackend::of(be).stream());
       return;
 #endif
     default:
@@ -59,7 +59,8 @@ void copy(backends::Backend& be, ConstTensorRef src, TensorRef dst) {
 void zero_rows(backends::Backend& be, TensorRef x, ConstTensorRef keep) {
   constexpr const char* op = "zero_rows";
   const int64_t rows = x.rows(), width = x.cols();
-  detail::expect_vector(op, "x", x, DType::kF32, rows * width, be);
+  const DType type = detail::activation_dtype(op, "x", x, be);
+  detail::expect_vector(op, "x", x, type, rows * width, be);
   detail::expect_vector(op, "keep", keep, DType::kU8, rows, be);
   switch (be.device()) {
     case Device::kCpu:
@@ -68,7 +69,7 @@ void zero_rows(backends::Backend& be, TensorRef x, ConstTensorRef keep) {
       return;
 #if REXNLU_HAVE_CUDA
     case Device::kCuda:
-      backends::cuda::zero_rows(x.f32(), keep.u8(), detail::to_int(rows), detail::to_int(width),
+      backends::cuda::zero_rows(type, x.data, keep.u8(), detail::to_int(rows), detail::to_int(width),
                                 backends::cuda::CudaBackend::of(be).stream());
       return;
 #endif

@@ -9,10 +9,12 @@ namespace rexnlu::ops {
 // caller), out F32 [T, width] contiguous.
 void embedding(backends::Backend& be, ConstTensorRef table, ConstTensorRef ids, TensorRef out);
 
-// dst = src, both contiguous F32 of the same size.
+// dst = src, both contiguous of the same size, each F32 or the backend's activation type (converted
+// where they differ: rounded to nearest even to 16 bits, exact to F32).
 void copy(backends::Backend& be, ConstTensorRef src, TensorRef dst);
 
-// Rows r of x [rows, width] (contiguous) with keep[r] == 0 become zeros; keep: U8 [rows].
+// Rows r of x [rows, width] (contiguous; F32 or the backend's activation type) with keep[r] == 0
+// become zeros; keep: U8 [rows].
 void zero_rows(backends::Backend& be, TensorRef x, ConstTensorRef keep);
 
 }  // namespace rexnlu::ops

@@ -37,6 +37,9 @@ class Tensor {
 struct Linear {
   Tensor weight;
   Tensor bias;        // [out], F32; may be empty
+  // [out] in W's 16-bit type, for outputs of that type (a 16-bit W on the GPU: cuBLASLt's bias
+  // epilogue reads the output's type); empty otherwise.
+  Tensor bias_16;
   Tensor scale;       // [out], F32; only for integer weights: W[n,:] ~ scale[n] * weight[n,:]
   Tensor scaled_sum;  // [out], F32; only for integer weights: scale[n] * sum_k weight[n,k]
   std::shared_ptr<const void> prepared = nullptr;  // the whole W in the backend's own layout, or null
@@ -46,7 +49,7 @@ struct Linear {
   // Output channels [first, first + count) (e.g. q|k of a fused q|k|v layer).
   Linear out_slice(int64_t first, int64_t count) const {
     return Linear{weight.slice(first, count), bias.empty() ? Tensor() : bias.slice(first, count),
-                  scale.empty() ? Tensor() : scale.slice(first, count),
+                  bias_16.empty() ? Tensor() : bias_16.slice(first, count), scale.empty() ? Tensor() : scale.slice(first, count),
                   scaled_sum.empty() ? Tensor() : scaled_sum.slice(first, count),
                   first == 0 && count == out_features() ? prepared : nullptr};
   }

@@ -154,11 +154,11 @@ int main() {
       us.push_back(time_us(s, [&] { linear(h, H, w_qkv, b_qkv, 3 * H, qkv, t); }));
       us.push_back(time_us(s, [&] { kg::disentangled_attention(a, s); }));
       us.push_back(time_us(s, [&] { linear(ctx, H, w_o, bias_h, H, attn, t); }));
-      us.push_back(time_us(s, [&] { kg::layer_norm(t, attn, h, gamma, beta, 1e-7f, T, H, attn, s); }));
+      us.push_back(time_us(s, [&] { kg::layer_norm(t, t, attn, h, gamma, beta, 1e-7f, T, H, attn, s); }));
       us.push_back(time_us(s, [&] { linear(attn, H, w_i, bias_h, I, inter, t); }));
       us.push_back(time_us(s, [&] { kg::gelu_erf(t, inter, size_t(T) * I, s); }));
       us.push_back(time_us(s, [&] { linear(inter, I, w_out, bias_h, H, h, t); }));
-      us.push_back(time_us(s, [&] { kg::layer_norm(t, h, attn, gamma, beta, 1e-7f, T, H, h, s); }));
+      us.push_back(time_us(s, [&] { kg::layer_norm(t, t, h, attn, gamma, beta, 1e-7f, T, H, h, s); }));
       double layer = 0;
       for (double u : us) layer += u;
       const double head = time_us(s, [&] { linear(h, H, w_head, b_head, 2 * H, qk, DType::kF32); });

@@ -317,11 +317,73 @@ TEST_F(Gpu, LayerNormWithResidualMatchesCpu) {
                      want.data());
       auto dx = DeviceBuffer::from(x, t), dr = DeviceBuffer::from(r, t);
       // y aliases x, as the encoder calls it.
-      kg::layer_norm(t, dx.get(), with_residual ? dr.get() : nullptr, dg.get<float>(), dbeta.get<float>(), 1e-7f,
+      kg::layer_norm(t, t, dx.get(), with_residual ? dr.get() : nullptr, dg.get<float>(), dbeta.get<float>(), 1e-7f,
                      rows, cols, dx.get(), nullptr);
       expect_close(dx.floats(t), want, tolerance(t),
                    std::string("layer_norm ") + (with_residual ? "+residual " : "") + name(t));
     }
+  }
+}
+
+// The embeddings' layer norm at 16-bit activations: fp32 x (+ residual) in, y stored in 16 bits
+// (the encoder's first 16-bit activation). The CPU sees the same fp32 inputs: only y's rounding differs.
+TEST_F(Gpu, LayerNormFromF32IntoSixteenBits) {
+  const int rows = 70, cols = 768;
+  auto gamma = random_vec(cols, 70, 0.5f, 1.5f), beta = random_vec(cols, 71);
+  auto x = random_vec(size_t(rows) * cols, 72, -3.0f, 5.0f), r = random_vec(size_t(rows) * cols, 73);
+  auto dg = DeviceBuffer::from(gamma), dbeta = DeviceBuffer::from(beta);
+  auto dx = DeviceBuffer::from(x, DType::kF32), dr = DeviceBuffer::from(r, DType::kF32);
+  std::vector<float> want(x.size());
+  kc::layer_norm(x.data(), r.data(), gamma.data(), beta.data(), 1e-7f, rows, cols, want.data());
+  for (DType t : {DType::kF16, DType::kBF16}) {
+    DeviceBuffer dy(x.size() * dtype_size(t));
+    dy.poison();
+    kg::layer_norm(DType::kF32, t, dx.get(), dr.get(), dg.get<float>(), dbeta.get<float>(), 1e-7f, rows, cols,
+                   dy.get(), nullptr);
+    expect_close(dy.floats(t), want, tolerance(t), std::string("layer_norm f32 -> ") + name(t));
+  }
+  // A 16-bit x with an F32 y is not a combination the encoder has: refused.
+  EXPECT_THROW(kg::layer_norm(DType::kF16, DType::kF32, dx.get(), nullptr, dg.get<float>(), dbeta.get<float>(), 1e-7f,
+                              rows, cols, dx.get(), nullptr),
+               Error);
+}
+
+// Storage conversions (ops::copy between activation types, weights at load, the link head's input
+// and the hidden states read back): to 16 bits rounded to nearest even, back to F32 exactly; zeroing
+// masked rows in every storage type.
+TEST_F(Gpu, ConvertRoundsToNearestAndWidensExactly) {
+  auto x = random_vec(100003, 74, -70000.0f, 70000.0f);
+  for (size_t i = 0; i < 1000; ++i) x[i] *= 1e-6f;  // small magnitudes (fp16 subnormals) too
+  auto dx = DeviceBuffer::from(x, DType::kF32);
+  for (DType t : {DType::kF16, DType::kBF16}) {
+    std::vector<float> want = x;
+    round_to(want, t);
+    DeviceBuffer narrow(x.size() * dtype_size(t)), wide(x.size() * 4), same(x.size() * dtype_size(t));
+    narrow.poison(), wide.poison(), same.poison();
+    kg::convert(DType::kF32, dx.get(), t, narrow.get(), x.size(), nullptr);
+    kg::convert(t, narrow.get(), DType::kF32, wide.get(), x.size(), nullptr);
+    kg::convert(t, narrow.get(), t, same.get(), x.size(), nullptr);
+    const std::vector<float> got = wide.floats(DType::kF32), copied = same.floats(t);
+    for (size_t i = 0; i < x.size(); ++i) {
+      ASSERT_EQ(got[i], want[i]) << name(t) << " at " << i << ": " << x[i];  // past 65504: inf in fp16
+      ASSERT_EQ(copied[i], want[i]) << name(t) << " copy at " << i;
+    }
+  }
+}
+
+TEST_F(Gpu, ZeroRowsInEveryStorageType) {
+  const int rows = 6, width = 40;
+  const std::vector<uint8_t> keep = {1, 0, 0, 1, 1, 0};
+  auto dk = DeviceBuffer::from(keep);
+  for (DType t : kTypes) {
+    auto x = random_vec(size_t(rows) * width, 75, 0.5f, 2.0f);
+    round_to(x, t);
+    auto dx = DeviceBuffer::from(x, t);
+    kg::zero_rows(t, dx.get(), dk.get<uint8_t>(), rows, width, nullptr);
+    const std::vector<float> got = dx.floats(t);
+    for (int r = 0; r < rows; ++r)
+      for (int c = 0; c < width; ++c)
+        ASSERT_EQ(got[size_t(r) * width + c], keep[r] ? x[size_t(r) * width + c] : 0.0f) << name(t) << " row " << r;
   }
 }
 

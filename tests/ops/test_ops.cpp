@@ -232,18 +232,11 @@ TEST_P(OpsTest, Conv1dK3MatchesTorchConv1dWithZeroPadding) {
 }
 
 // The attention written as literally as the spec: per head, per pair, gather the Kr/Qr row.
-TEST_P(OpsTest, DisentangledAttentionMatchesPerPairReference) {
-  const int L = 23, heads = 3, d = 16, HD = heads * d, rel_rows = 16;  // small span: clamping is exercised
-  // (d = 16: the smallest head width the CUDA kernel has)
-  auto qkv = random_vec(size_t(L) * 3 * HD, 19), rel = random_vec(size_t(rel_rows) * 2 * HD, 20);
-  std::vector<int32_t> pos(L);
-  for (int i = 0; i < L; ++i) pos[i] = (i < 5) ? i : 2 + (i * 7) % 13;  // non-monotonic custom ids
-  std::vector<uint8_t> mask(size_t(L) * L);
-  std::mt19937 rng(21);
-  for (auto& m : mask) m = (rng() % 4) != 0;
-  for (int j = 0; j < L; ++j) mask[4 * L + j] = 0;  // one fully masked row
-  const float scale = std::sqrt(float(d) * 3.0f);
-
+// qkv [L, 3*HD] (q|k|v), rel [rel_rows, 2*HD] (Qr|Kr), HD = heads * d.
+std::vector<double> attention_reference(const std::vector<float>& qkv, const std::vector<float>& rel,
+                                        const std::vector<int32_t>& pos, const std::vector<uint8_t>& mask, int L,
+                                        int heads, int d, int rel_rows, float scale) {
+  const int HD = heads * d;
   std::vector<double> want(size_t(L) * HD, 0.0);
   for (int h = 0; h < heads; ++h) {
     auto Q = [&](int i, int c) { return double(qkv[i * 3 * HD + h * d + c]); };
@@ -278,6 +271,32 @@ TEST_P(OpsTest, DisentangledAttentionMatchesPerPairReference) {
       }
     }
   }
+  return want;
+}
+
+// Prompt-like inputs of the attention tests: non-monotonic custom position ids, a random mask with
+// one fully masked row.
+std::vector<int32_t> attention_positions(int L) {
+  std::vector<int32_t> pos(L);
+  for (int i = 0; i < L; ++i) pos[i] = (i < 5) ? i : 2 + (i * 7) % 13;
+  return pos;
+}
+std::vector<uint8_t> attention_mask(int L) {
+  std::vector<uint8_t> mask(size_t(L) * L);
+  std::mt19937 rng(21);
+  for (auto& m : mask) m = (rng() % 4) != 0;
+  for (int j = 0; j < L; ++j) mask[4 * L + j] = 0;  // one fully masked row
+  return mask;
+}
+
+TEST_P(OpsTest, DisentangledAttentionMatchesPerPairReference) {
+  const int L = 23, heads = 3, d = 16, HD = heads * d, rel_rows = 16;  // small span: clamping is exercised
+  // (d = 16: the smallest head width the CUDA kernel has)
+  auto qkv = random_vec(size_t(L) * 3 * HD, 19), rel = random_vec(size_t(rel_rows) * 2 * HD, 20);
+  const std::vector<int32_t> pos = attention_positions(L);
+  const std::vector<uint8_t> mask = attention_mask(L);
+  const float scale = std::sqrt(float(d) * 3.0f);
+  const std::vector<double> want = attention_reference(qkv, rel, pos, mask, L, heads, d, rel_rows, scale);
   Tensor qkv_d = on_device(qkv, {L, 3 * HD}), rel_d = on_device(rel, {rel_rows, 2 * HD});
   Tensor pos_d = on_device(pos, {L}), mask_d = on_device(mask, {L, L});
   Tensor out = on_device(std::vector<float>(size_t(L) * HD, 7.0f), {L, HD});
@@ -695,6 +714,303 @@ TEST(CudaWeights, ReducedPrecisionWeightsAreTheHostWeightsRounded) {
     }
   }
 }
+
+// ---- 16-bit activations (the GPU at fp16 / bf16: Backend::activation_type())
+
+// Every backend keeps F32 activations except CUDA at fp16 / bf16; the CPU ops refuse anything else,
+// naming the op and the argument (at every CPU precision).
+TEST(Activations, CpuKeepsF32AndRefuses16BitActivations) {
+  for (Precision p : {Precision::kFloat32, Precision::kInt8, Precision::kBFloat16}) {
+    std::unique_ptr<backends::Backend> be;
+    try {
+      be = backends::make_backend(LoadOptions{Device::kCpu, p, 0});
+    } catch (const Error&) {
+      continue;  // int8 / bf16 need the oneDNN build
+    }
+    EXPECT_EQ(be->activation_type(), DType::kF32) << precision_name(p);
+    be->begin_pass();
+    std::vector<uint16_t> half(64, 0x3c00);  // 1.0 in fp16
+    std::vector<float> w(64, 0.5f), y(16, 0.0f);
+    const ConstTensorRef x16(reinterpret_cast<const std::byte*>(half.data()), DType::kF16, {4, 16});
+    const Linear l = be->make_linear(host_ref(w.data(), {4, 16}), ConstTensorRef());
+    try {
+      linear(*be, x16, l, host_ref(y.data(), {4, 4}));
+      FAIL() << "no error";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kInternal);
+      EXPECT_NE(std::string(e.what()).find("linear: x is F16 [4, 16] cpu, expected F32 activations"), std::string::npos)
+          << e.what();
+    }
+    TensorRef g16(reinterpret_cast<std::byte*>(half.data()), DType::kF16, {64});
+    EXPECT_THROW(gelu_erf(*be, g16), Error);
+    EXPECT_THROW(copy(*be, g16, host_ref(w.data(), {64})), Error);
+  }
+}
+
+// Values with at most 8 significant bits and |v| >= 2^-10 (or 0): exact in fp16 and in bf16, so the
+// device holds exactly what the double-precision reference reads.
+std::vector<float> exact16(std::vector<float> v) {
+  for (float& x : v) {
+    x = bf16_to_f32(f32_to_bf16(x));
+    if (std::abs(x) < 0x1p-10f) x = 0.0f;
+  }
+  return v;
+}
+
+// The ops with 16-bit activations on a CUDA backend at fp16 / bf16, against the same reference loops.
+// Tolerance as tests/cuda and docs/parity.md state it for 16-bit storage: the inputs are exact in
+// the storage type, so what is left is the output's rounding plus at most one intermediate one:
+// 4 ulps, 2e-3 (fp16) and 1.6e-2 (bf16), relative to max(1, |ref|); outputs written as F32: 1e-5
+// (fp32 sums of exact products), as the fp32 tests.
+class Ops16Test : public ::testing::TestWithParam<Precision> {
+ protected:
+  void SetUp() override {
+    const auto devices = backends::available_devices();
+    if (std::find(devices.begin(), devices.end(), Device::kCuda) == devices.end()) GTEST_SKIP() << "no usable GPU";
+    be_ = backends::make_backend(LoadOptions{Device::kCuda, GetParam(), 0});
+    be_->begin_pass();
+    t_ = be_->activation_type();
+    ASSERT_EQ(t_, GetParam() == Precision::kFloat16 ? DType::kF16 : DType::kBF16)
+        << "16-bit activations at " << precision_name(GetParam()) << " (REXNLU_CUDA_FP32_ACTIVATIONS set?)";
+    EXPECT_NE(be_->describe().find(std::string(precision_name(GetParam())) + " activations"), std::string::npos)
+        << be_->describe();
+  }
+  backends::Backend& be() { return *be_; }
+  DType t() const { return t_; }
+  double tol() const { return t_ == DType::kF16 ? 2e-3 : 1.6e-2; }
+
+  // Host F32 values on the device as `type` (the activation type unless said otherwise).
+  Tensor on_device(const std::vector<float>& host, std::initializer_list<int64_t> shape) {
+    return on_device_as(host, shape, t_);
+  }
+  Tensor on_device_as(const std::vector<float>& host, std::initializer_list<int64_t> shape, DType type) {
+    const ConstTensorRef ref = host_ref(host.data(), shape);
+    EXPECT_EQ(ref.numel(), static_cast<int64_t>(host.size()));
+    return be().copy_as(ref, type);
+  }
+  template <typename T>
+  Tensor on_device_plain(const std::vector<T>& host, std::initializer_list<int64_t> shape) {
+    return be().copy_of(host_ref(host.data(), shape));
+  }
+  // A device tensor of any activation type back on the host as floats (widened on the device by ops::copy).
+  std::vector<float> on_host(ConstTensorRef t) {
+    ConstTensorRef flat = t;
+    flat.rank = 1;
+    flat.shape[0] = t.numel();
+    flat.strides[0] = 1;
+    const Workspace::Frame frame(be().workspace());
+    const TensorRef wide = be().alloc(DType::kF32, {t.numel()});
+    copy(be(), flat, wide);
+    std::vector<float> out(static_cast<size_t>(t.numel()));
+    be().download(wide, host_ref(out.data(), {t.numel()}));
+    return out;
+  }
+  Linear make_linear(const std::vector<float>& w, const std::vector<float>& b, int64_t out, int64_t in) {
+    return be().make_linear(host_ref(w.data(), {out, in}), b.empty() ? ConstTensorRef() : host_ref(b.data(), {out}));
+  }
+
+ private:
+  std::unique_ptr<backends::Backend> be_;
+  DType t_ = DType::kF32;
+};
+
+TEST_P(Ops16Test, LinearReadsAndWritesSixteenBitsAndF32) {
+  const int rows = 37, in = 96, out = 70, ldy = 80;
+  auto x = exact16(random_vec(size_t(rows) * in, 110)), w = exact16(random_vec(size_t(out) * in, 111));
+  auto b = exact16(random_vec(out, 112));
+  const Linear l = make_linear(w, b, out, in);
+  EXPECT_EQ(l.weight.ref().dtype, t());
+  std::vector<double> want(size_t(rows) * out), gelu(want.size());
+  for (int r = 0; r < rows; ++r)
+    for (int o = 0; o < out; ++o) {
+      double s = b[o];
+      for (int i = 0; i < in; ++i) s += double(x[r * in + i]) * w[o * in + i];
+      want[r * out + o] = s;
+      gelu[r * out + o] = 0.5 * s * (1.0 + std::erf(s / std::sqrt(2.0)));
+    }
+  const auto check = [&](const std::vector<float>& got, int ld, const std::vector<double>& ref, double tol,
+                         const std::string& what) {
+    for (int r = 0; r < rows; ++r)
+      for (int o = 0; o < out; ++o)
+        ASSERT_NEAR(got[r * ld + o], ref[r * out + o], tol * std::max(1.0, std::abs(ref[r * out + o])))
+            << what << " row " << r << " col " << o;
+  };
+  const Tensor x16 = on_device(x, {rows, in}), x32 = on_device_as(x, {rows, in}, DType::kF32);
+  for (const bool gelu_on : {false, true}) {
+    const Activation act = gelu_on ? Activation::kGeluErf : Activation::kNone;
+    const std::vector<double>& ref = gelu_on ? gelu : want;
+    const std::string what = gelu_on ? " + gelu" : "";
+    // 16-bit x -> 16-bit y (the encoder's layers), into a column block of wider rows.
+    Tensor y = on_device(std::vector<float>(size_t(rows) * ldy, 42.0f), {rows, ldy});
+    linear(be(), x16, l, y.mutable_ref().columns(0, out), act);
+    const std::vector<float> got = on_host(y);
+    check(got, ldy, ref, tol(), "16 -> 16" + what);
+    for (int r = 0; r < rows; ++r)
+      for (int o = out; o < ldy; ++o) ASSERT_EQ(got[r * ldy + o], 42.0f) << "wrote past the output width";
+    // 16-bit x -> F32 y (the link head's q|k), and F32 x -> 16-bit y (constants computed at load).
+    Tensor y32 = on_device_as(std::vector<float>(size_t(rows) * out, 0.0f), {rows, out}, DType::kF32);
+    linear(be(), x16, l, y32.mutable_ref(), act);
+    check(on_host(y32), out, ref, 1e-5, "16 -> f32" + what);
+    Tensor y16 = on_device(std::vector<float>(size_t(rows) * out, 0.0f), {rows, out});
+    linear(be(), x32, l, y16.mutable_ref(), act);
+    check(on_host(y16), out, ref, tol(), "f32 -> 16" + what);
+  }
+  // An out_slice keeps its 16-bit bias in step with the weights (Qr|Kr of the fused q|k|v).
+  Tensor ys = on_device(std::vector<float>(size_t(rows) * 16, 0.0f), {rows, 16});
+  linear(be(), x16, l.out_slice(16, 16), ys.mutable_ref());
+  const std::vector<float> got = on_host(ys);
+  for (int r = 0; r < rows; ++r)
+    for (int o = 0; o < 16; ++o)
+      ASSERT_NEAR(got[r * 16 + o], want[r * out + 16 + o], tol() * std::max(1.0, std::abs(want[r * out + 16 + o])));
+}
+
+TEST_P(Ops16Test, LayerNormSixteenBitsInPlaceAndFromF32) {
+  const int rows = 7, cols = 768;
+  const float eps = 1e-7f;
+  auto x = exact16(random_vec(size_t(rows) * cols, 120, -3, 5)), res = exact16(random_vec(size_t(rows) * cols, 121));
+  auto g = random_vec(cols, 122, 0.5f, 1.5f), b = random_vec(cols, 123);
+  std::vector<double> want(x.size());
+  for (int r = 0; r < rows; ++r) {
+    double mean = 0, var = 0;
+    for (int c = 0; c < cols; ++c) mean += double(x[r * cols + c]) + res[r * cols + c];
+    mean /= cols;
+    for (int c = 0; c < cols; ++c) {
+      const double d = double(x[r * cols + c]) + res[r * cols + c] - mean;
+      var += d * d;
+    }
+    var /= cols;
+    for (int c = 0; c < cols; ++c)
+      want[r * cols + c] = (double(x[r * cols + c]) + res[r * cols + c] - mean) / std::sqrt(var + eps) * g[c] + b[c];
+  }
+  const LayerNormWeights w{on_device_as(g, {cols}, DType::kF32), on_device_as(b, {cols}, DType::kF32), eps};
+  Tensor xd = on_device(x, {rows, cols});
+  layer_norm(be(), xd, on_device(res, {rows, cols}), w, xd.mutable_ref());  // in place, as the encoder
+  expect_close(on_host(xd), want, tol());
+  // F32 x and residual -> 16-bit y (the embeddings' layer norm).
+  Tensor y = on_device(std::vector<float>(x.size(), 0.0f), {rows, cols});
+  layer_norm(be(), on_device_as(x, {rows, cols}, DType::kF32), on_device_as(res, {rows, cols}, DType::kF32), w,
+             y.mutable_ref());
+  expect_close(on_host(y), want, tol());
+  // 16-bit x with an F32 y: refused.
+  Tensor y32 = on_device_as(std::vector<float>(x.size(), 0.0f), {rows, cols}, DType::kF32);
+  EXPECT_THROW(layer_norm(be(), xd, {}, w, y32.mutable_ref()), Error);
+}
+
+TEST_P(Ops16Test, GeluErfOnSixteenBits) {
+  auto x = exact16(random_vec(10007, 130, -8, 8));
+  std::vector<double> want(x.size());
+  for (size_t i = 0; i < x.size(); ++i) want[i] = 0.5 * x[i] * (1.0 + std::erf(x[i] / std::sqrt(2.0)));
+  Tensor xd = on_device(x, {int64_t(x.size())});
+  gelu_erf(be(), xd.mutable_ref());
+  expect_close(on_host(xd), want, tol());
+}
+
+TEST_P(Ops16Test, DisentangledAttentionOnSixteenBits) {
+  // d = 16 (the tiny model's heads: the tensor-core kernel at fp16, by grid size at bf16) and d = 64.
+  for (const int d : {16, 64}) {
+    const int L = 23, heads = 3, HD = heads * d, rel_rows = 16;
+    auto qkv = exact16(random_vec(size_t(L) * 3 * HD, 140)), rel = exact16(random_vec(size_t(rel_rows) * 2 * HD, 141));
+    const std::vector<int32_t> pos = attention_positions(L);
+    const std::vector<uint8_t> mask = attention_mask(L);
+    const float scale = std::sqrt(float(d) * 3.0f);
+    const std::vector<double> want = attention_reference(qkv, rel, pos, mask, L, heads, d, rel_rows, scale);
+    Tensor qkv_d = on_device(qkv, {L, 3 * HD}), rel_d = on_device(rel, {rel_rows, 2 * HD});
+    Tensor pos_d = on_device_plain(pos, {L}), mask_d = on_device_plain(mask, {L, L});
+    Tensor out = on_device(std::vector<float>(size_t(L) * HD, 7.0f), {L, HD});
+    DisentangledAttention a;
+    a.num_heads = heads;
+    a.scale = scale;
+    a.q = qkv_d.ref().columns(0, HD);
+    a.k = qkv_d.ref().columns(HD, HD);
+    a.v = qkv_d.ref().columns(2 * HD, HD);
+    a.q_rel = rel_d.ref().columns(0, HD);
+    a.k_rel = rel_d.ref().columns(HD, HD);
+    a.position_ids = pos_d;
+    a.mask = mask_d;
+    a.out = out.mutable_ref();
+    disentangled_attention(be(), a);
+    // Twice the tolerance: the tensor-core kernel rounds the probabilities once more before P·V.
+    expect_close(on_host(out), want, 2 * tol());
+    // The packed form (one launch) gives the same.
+    Tensor packed = on_device(std::vector<float>(size_t(L) * HD, 7.0f), {L, HD});
+    a.out = packed.mutable_ref();
+    disentangled_attention(be(), a, pack_sequences(be(), {0, L}, {mask_d.ref()}));
+    expect_close(on_host(packed), want, 2 * tol());
+    // Mixed storage types are refused.
+    Tensor out32 = on_device_as(std::vector<float>(size_t(L) * HD, 0.0f), {L, HD}, DType::kF32);
+    a.out = out32.mutable_ref();
+    EXPECT_THROW(disentangled_attention(be(), a), Error);
+  }
+}
+
+TEST_P(Ops16Test, Conv1dK3OnSixteenBitsPerSequence) {
+  const int in = 16, out = 8;
+  const std::vector<int64_t> offsets = {0, 1, 10, 12};
+  const int rows = int(offsets.back());
+  auto x = exact16(random_vec(size_t(rows) * in, 150)), w = exact16(random_vec(size_t(out) * in * 3, 151));
+  auto b = random_vec(out, 152);
+  std::vector<double> want(size_t(rows) * out);
+  for (size_t q = 0; q + 1 < offsets.size(); ++q) {
+    const int row0 = int(offsets[q]), L = int(offsets[q + 1] - offsets[q]);
+    for (int t = 0; t < L; ++t)
+      for (int o = 0; o < out; ++o) {
+        double s = b[o];
+        for (int k = 0; k < 3; ++k) {
+          const int src = t + k - 1;
+          if (src < 0 || src >= L) continue;
+          for (int i = 0; i < in; ++i) s += double(w[(o * in + i) * 3 + k]) * x[(row0 + src) * in + i];
+        }
+        want[(row0 + t) * out + o] = s;
+      }
+  }
+  const Conv1dK3Weights weights{on_device(conv1d_k3_taps(w.data(), out, in), {3, out, in}),
+                                on_device_as(b, {out}, DType::kF32)};
+  std::vector<Tensor> masks_d;
+  std::vector<ConstTensorRef> masks;
+  for (size_t q = 0; q + 1 < offsets.size(); ++q) {
+    const int64_t L = offsets[q + 1] - offsets[q];
+    masks_d.push_back(on_device_plain(std::vector<uint8_t>(size_t(L * L), 1), {L, L}));
+    masks.push_back(masks_d.back());
+  }
+  Tensor y = on_device(std::vector<float>(size_t(rows) * out, 0.0f), {rows, out});
+  conv1d_k3(be(), on_device(x, {rows, in}), weights, y.mutable_ref(), pack_sequences(be(), offsets, masks));
+  expect_close(on_host(y), want, tol());
+}
+
+TEST_P(Ops16Test, EmbeddingIntoLayerNormThenCopyAndZeroRowsOnSixteenBits) {
+  // The encoder's first steps: F32 rows gathered, layer-normed into 16 bits, copied, rows masked.
+  const int rows = 10, width = 16;
+  auto table = random_vec(size_t(rows) * width, 160);
+  const std::vector<int32_t> ids = {3, 0, 9, 3};
+  const std::vector<float> ones(width, 1.0f), zeros(width, 0.0f);
+  const LayerNormWeights w{on_device_as(ones, {width}, DType::kF32), on_device_as(zeros, {width}, DType::kF32), 1e-7f};
+  Tensor gathered = on_device_as(std::vector<float>(size_t(4) * width, 0.0f), {4, width}, DType::kF32);
+  embedding(be(), on_device_as(table, {rows, width}, DType::kF32), on_device_plain(ids, {4}), gathered.mutable_ref());
+  Tensor h = on_device(std::vector<float>(size_t(4) * width, 0.0f), {4, width});
+  layer_norm(be(), gathered, {}, w, h.mutable_ref());
+  Tensor copied = on_device(std::vector<float>(size_t(4) * width, 0.0f), {4, width});
+  copy(be(), h, copied.mutable_ref());
+  zero_rows(be(), copied.mutable_ref(), on_device_plain(std::vector<uint8_t>{1, 0, 1, 0}, {4}));
+  const std::vector<float> normed = on_host(h), masked = on_host(copied);
+  for (int r = 0; r < 4; ++r) {
+    const float* row = table.data() + size_t(ids[r]) * width;
+    double mean = 0, var = 0;
+    for (int c = 0; c < width; ++c) mean += row[c];
+    mean /= width;
+    for (int c = 0; c < width; ++c) var += (row[c] - mean) * (row[c] - mean);
+    var /= width;
+    for (int c = 0; c < width; ++c) {
+      const double want = (row[c] - mean) / std::sqrt(var + 1e-7);
+      ASSERT_NEAR(normed[r * width + c], want, tol() * std::max(1.0, std::abs(want))) << "row " << r << " col " << c;
+      ASSERT_EQ(masked[r * width + c], r % 2 ? 0.0f : normed[r * width + c]) << "row " << r << " col " << c;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(CudaSixteenBit, Ops16Test, ::testing::Values(Precision::kFloat16, Precision::kBFloat16),
+                         [](const ::testing::TestParamInfo<Precision>& param) {
+                           return std::string(precision_name(param.param));
+                         });
 
 }  // namespace
 }  // namespace rexnlu::ops

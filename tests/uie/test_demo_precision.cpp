@@ -203,6 +203,7 @@ TEST(DemoModelPrecision, ReducedPrecisionDecodesAsFp32OnStNerAndStAbsa) {
     LoadOptions o = base;
     o.precision = c.precision;
     candidates.push_back(load_model(demo_dir(), o, c.graphs));
+    std::printf("candidate: %s\n", candidates.back()->backend_description().c_str());  // names the activations' type
   }
 
   for (const std::string set : {"st_ner", "st_absa"}) {

@@ -56,6 +56,8 @@ CudaBackend::CudaBackend(int device_index, Precision precision)
   // REXNLU_CUDA_VERIFY=1 (ops/cuda_verify.h) copies results back after each op: no recording then.
   const char* verify = std::getenv("REXNLU_CUDA_VERIFY");
   graphs_enabled_ = (graphs == nullptr || std::string(graphs) != "0") && !(verify && std::string(verify) == "1");
+  if (const char* f32 = std::getenv("REXNLU_CUDA_FP32_ACTIVATIONS"); f32 != nullptr && std::string(f32) == "1")
+    fp32_activations_ = true;
   if (const char* mma = std::getenv("REXNLU_CUDA_MMA_ATTENTION"); mma != nullptr && *mma != 0)
     attention_tensor_cores_ = std::string(mma) == "0" ? 0 : std::string(mma) == "1" ? 1 : -1;
 }
@@ -74,8 +76,10 @@ CudaBackend& CudaBackend::of(Backend& backend) {
 }
 
 std::string CudaBackend::describe() const {
+  const DType act = activation_type();
+  const char* activations = act == DType::kF16 ? "fp16" : act == DType::kBF16 ? "bf16" : "fp32";
   return "cuda:" + std::to_string(index_) + ", " + name_ + ", " + std::string(precision_name(precision())) +
-         " weights, fp32 activations, cuBLASLt";
+         " weights, " + activations + " activations, cuBLASLt";
 }
 
 void CudaBackend::begin_pass() {
@@ -148,21 +152,35 @@ void CudaBackend::download(ConstTensorRef src, TensorRef host) {
 Linear CudaBackend::make_linear(ConstTensorRef weight, ConstTensorRef bias) {
   const DType type = storage_type(precision());
   if (type == DType::kF32) return Backend::make_linear(weight, bias);
-  if (weight.dtype != DType::kF32 || !weight.contiguous())
-    throw InternalError("CudaBackend::make_linear: weight " + rexnlu::describe(weight) + " is not contiguous F32");
-  // fp32 on the device, rounded there into the persistent fp16/bf16 copy, fp32 copy released.
-  const Tensor f32 = copy_of(weight);
-  TensorRef r(nullptr, type, {}, Device::kCuda);
-  r.rank = weight.rank;
-  r.shape = weight.shape;
-  r.strides = weight.strides;
-  std::shared_ptr<void> storage = allocate_persistent(static_cast<size_t>(weight.numel()) * dtype_size(type));
-  r.data = static_cast<std::byte*>(storage.get());
-  convert_from_f32(reinterpret_cast<const float*>(f32.ref().data), type, r.data, static_cast<size_t>(weight.numel()),
-                   stream_);
-  check(cudaStreamSynchronize(stream_), "CudaBackend::make_linear");
-  return Linear{Tensor(std::move(storage), r), bias.empty() ? Tensor() : copy_of(bias), Tensor(), Tensor()};
+  Linear l;
+  l.weight = copy_as(weight, type);
+  if (!bias.empty()) {
+    l.bias = copy_of(bias);          // for fp32 outputs (the link head's q|k)
+    l.bias_16 = copy_as(bias, type);  // for outputs of W's type (the encoder's activations)
+  }
+  return l;
 }
+
+Tensor CudaBackend::copy_as(ConstTensorRef host, DType type) {
+  if (type == host.dtype) return copy_of(host);
+  if (host.dtype != DType::kF32 || !host.contiguous() || (type != DType::kF16 && type != DType::kBF16))
+    throw InternalError("CudaBackend::copy_as: " + rexnlu::describe(host) + " as " + std::string(dtype_name(type)) +
+                        ": only contiguous F32 to F16 or BF16");
+  // fp32 on the device (copy_of waits for the copy on stream_), rounded there into the persistent
+  // 16-bit copy on the same stream, waited for before the fp32 copy is released.
+  const Tensor f32 = copy_of(host);
+  TensorRef r(nullptr, type, {}, Device::kCuda);
+  r.rank = host.rank;
+  r.shape = host.shape;
+  r.strides = host.strides;
+  std::shared_ptr<void> storage = allocate_persistent(static_cast<size_t>(host.numel()) * dtype_size(type));
+  r.data = static_cast<std::byte*>(storage.get());
+  convert(DType::kF32, f32.ref().data, type, r.data, static_cast<size_t>(host.numel()), stream_);
+  check(cudaStreamSynchronize(stream_), "CudaBackend::copy_as");
+  return Tensor(std::move(storage), r);
+}
+
+DType CudaBackend::activation_type() const { return fp32_activations_ ? DType::kF32 : compute_type(); }
 
 DType CudaBackend::compute_type() const { return storage_type(precision()); }
 

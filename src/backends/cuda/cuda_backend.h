@@ -2,9 +2,12 @@
 // cuBLASLt handle for the products. Its kernels are declared in backends/cuda/ops.h and gemm.h;
 // the ops (src/ops) reach them through CudaBackend::of(backend).
 //
-// Precision: the dense layers' weights are converted ONCE at load to fp16 or bf16 when asked
-// (make_linear); activations, layer norm, softmax, attention and the link scores stay fp32 (a
-// linear layer rounds its input to the weights' type and accumulates in fp32).
+// Precision: at fp16 / bf16 the dense layers' weights are converted ONCE at load to that type
+// (make_linear, copy_as) and the activations are stored in it too (activation_type(): the
+// encoder's hidden states and intermediates, 16 bits end to end); products accumulate in fp32,
+// layer-norm statistics, softmax and the link head (rotary, scores) are fp32.
+// REXNLU_CUDA_FP32_ACTIVATIONS=1 keeps fp32 activations with 16-bit weights (each linear layer
+// then rounds its input to the weights' type), the behaviour before 16-bit activations.
 // upload() / download() are real copies on the stream; download() waits for the stream.
 #pragma once
 
@@ -42,6 +45,9 @@ class CudaBackend final : public Backend {
   TensorRef output_for(TensorRef host) override;
   void download(ConstTensorRef src, TensorRef host) override;
   Linear make_linear(ConstTensorRef weight, ConstTensorRef bias) override;
+  // F32 host memory rounded on the device (on the stream, waited for) into F16 / BF16.
+  Tensor copy_as(ConstTensorRef host, DType type) override;
+  DType activation_type() const override;
 
   cudaStream_t stream() const { return stream_; }
   // The arithmetic type of --precision: F32, F16 or BF16 (the weights' storage type, and the
@@ -71,6 +77,7 @@ class CudaBackend final : public Backend {
   std::map<std::string, std::unique_ptr<Graph>> graphs_;
   std::map<std::string, int> passes_seen_;
   bool graphs_enabled_ = true;
+  bool fp32_activations_ = false;  // REXNLU_CUDA_FP32_ACTIVATIONS=1
   int attention_tensor_cores_ = -1;
 };
 

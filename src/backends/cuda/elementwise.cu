@@ -3,6 +3,7 @@
 
 #include "backends/cuda/ops.h"
 #include "backends/cuda/types.cuh"
+#include "rexnlu/error.h"
 
 namespace rexnlu::backends::cuda {
 
@@ -23,9 +24,9 @@ __device__ float block_sum(float v, float* red) {
 }
 
 // One block per row; the row (x + residual) is kept in shared memory between the passes.
-template <typename T>
-__global__ void layer_norm_kernel(const T* x, const T* residual, const float* gamma, const float* beta, float eps,
-                                  int cols, T* y) {
+template <typename TX, typename TY>
+__global__ void layer_norm_kernel(const TX* x, const TX* residual, const float* gamma, const float* beta, float eps,
+                                  int cols, TY* y) {
   extern __shared__ float row[];
   __shared__ float red[kRowThreads / 32];
   const size_t base = static_cast<size_t>(blockIdx.x) * cols;
@@ -44,7 +45,7 @@ __global__ void layer_norm_kernel(const T* x, const T* residual, const float* ga
   }
   const float inv_std = rsqrtf(block_sum(sq, red) / static_cast<float>(cols) + eps);
   for (int c = threadIdx.x; c < cols; c += kRowThreads)
-    y[base + c] = from_f32<T>((row[c] - mean) * inv_std * gamma[c] + beta[c]);
+    y[base + c] = from_f32<TY>((row[c] - mean) * inv_std * gamma[c] + beta[c]);
 }
 
 // One warp per row, in place.
@@ -101,16 +102,25 @@ __global__ void rotary_kernel(float* x, int rows, int half, int ld, const int32_
 
 }  // namespace
 
-void layer_norm(DType type, const void* x, const void* residual, const float* gamma, const float* beta, float eps,
-                int rows, int cols, void* y, cudaStream_t stream) {
+void layer_norm(DType x_type, DType y_type, const void* x, const void* residual, const float* gamma,
+                const float* beta, float eps, int rows, int cols, void* y, cudaStream_t stream) {
+  if (x_type != y_type && x_type != DType::kF32)
+    throw InternalError("cuda::layer_norm: x must be F32 or of y's type");
   if (rows <= 0) return;
-  dispatch_float_type(type, "cuda::layer_norm", [&](auto tag) {
-    using T = decltype(tag);
-    const size_t smem = static_cast<size_t>(cols) * sizeof(float);
-    if (smem > 48 * 1024) check(cudaFuncSetAttribute(layer_norm_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                     static_cast<int>(smem)), "cuda::layer_norm smem");
-    layer_norm_kernel<T><<<rows, kRowThreads, smem, stream>>>(static_cast<const T*>(x), static_cast<const T*>(residual),
-                                                            gamma, beta, eps, cols, static_cast<T*>(y));
+  dispatch_float_type(y_type, "cuda::layer_norm", [&](auto tag) {
+    using TY = decltype(tag);
+    const auto run = [&](auto x_tag) {
+      using TX = decltype(x_tag);
+      const auto kernel = layer_norm_kernel<TX, TY>;
+      const size_t smem = static_cast<size_t>(cols) * sizeof(float);
+      if (smem > 48 * 1024)
+        check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
+              "cuda::layer_norm smem");
+      kernel<<<rows, kRowThreads, smem, stream>>>(static_cast<const TX*>(x), static_cast<const TX*>(residual), gamma,
+                                                  beta, eps, cols, static_cast<TY*>(y));
+    };
+    if (x_type == y_type) run(TY{});
+    else run(float{});
   });
   check_launch("cuda::layer_norm");
 }

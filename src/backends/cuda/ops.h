@@ -15,9 +15,11 @@
 namespace rexnlu::backends::cuda {
 
 // backends::cpu::layer_norm: y[r] = LN(x[r] + residual[r]) * gamma + beta (residual may be null;
-// y may alias x or residual), rows of `cols` contiguous values, two-pass fp32 statistics.
-void layer_norm(DType type, const void* x, const void* residual, const float* gamma, const float* beta, float eps,
-                int rows, int cols, void* y, cudaStream_t stream);
+// y may alias x or residual when y_type == x_type), rows of `cols` contiguous values, two-pass fp32
+// statistics. x and residual are of x_type, y of y_type: the same type, or x F32 and y 16-bit (the
+// embeddings' layer norm writing the encoder's first 16-bit activations).
+void layer_norm(DType x_type, DType y_type, const void* x, const void* residual, const float* gamma,
+                const float* beta, float eps, int rows, int cols, void* y, cudaStream_t stream);
 
 // backends::cpu::masked_softmax (XSoftmax), in place on fp32 scores.
 void masked_softmax(float* scores, int rows, int cols, int ld, const uint8_t* mask, int ld_mask,
@@ -111,10 +113,11 @@ std::vector<Link> fetch_links(const LinkScoresArgs& args, cudaStream_t stream);
 // out[t] = table[ids[t]] for t < rows: fp32 rows of `width` values (ops::embedding).
 void embedding(const float* table, const int32_t* ids, int rows, int width, float* out, cudaStream_t stream);
 
-// Rows r of fp32 x [rows, width] (contiguous) with keep[r] == 0 become zeros (ops::zero_rows).
-void zero_rows(float* x, const uint8_t* keep, int rows, int width, cudaStream_t stream);
+// Rows r of x [rows, width] of `type` (contiguous) with keep[r] == 0 become zeros (ops::zero_rows).
+void zero_rows(DType type, void* x, const uint8_t* keep, int rows, int width, cudaStream_t stream);
 
-// dst[i] = src[i] rounded to `type` (F32, F16 or BF16; round to nearest even).
-void convert_from_f32(const float* src, DType type, void* dst, size_t n, cudaStream_t stream);
+// dst[i] = src[i] converted from src_type to dst_type (F32, F16 or BF16; to a narrower type rounded
+// to nearest even, 16-bit to F32 exact); the same type is a plain copy on `stream`.
+void convert(DType src_type, const void* src, DType dst_type, void* dst, size_t n, cudaStream_t stream);
 
 }  // namespace rexnlu::backends::cuda

@@ -14,17 +14,18 @@ __global__ void embedding_kernel(const float* table, const int32_t* ids, int wid
   for (int c = threadIdx.x; c < width; c += blockDim.x) dst[c] = src[c];
 }
 
-__global__ void zero_rows_kernel(float* x, const uint8_t* keep, int width) {
+template <typename T>
+__global__ void zero_rows_kernel(T* x, const uint8_t* keep, int width) {
   if (keep[blockIdx.x] != 0) return;
-  float* row = x + static_cast<size_t>(blockIdx.x) * width;
-  for (int c = threadIdx.x; c < width; c += blockDim.x) row[c] = 0.0f;
+  T* row = x + static_cast<size_t>(blockIdx.x) * width;
+  for (int c = threadIdx.x; c < width; c += blockDim.x) row[c] = from_f32<T>(0.0f);
 }
 
-template <typename T>
-__global__ void convert_kernel(const float* src, T* dst, size_t n) {
+template <typename S, typename D>
+__global__ void convert_kernel(const S* src, D* dst, size_t n) {
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<size_t>(gridDim.x) * blockDim.x)
-    dst[i] = from_f32<T>(src[i]);
+    dst[i] = from_f32<D>(to_f32(src[i]));
 }
 
 }  // namespace
@@ -35,20 +36,32 @@ void embedding(const float* table, const int32_t* ids, int rows, int width, floa
   check_launch("cuda::embedding");
 }
 
-void zero_rows(float* x, const uint8_t* keep, int rows, int width, cudaStream_t stream) {
+void zero_rows(DType type, void* x, const uint8_t* keep, int rows, int width, cudaStream_t stream) {
   if (rows <= 0) return;
-  zero_rows_kernel<<<rows, 256, 0, stream>>>(x, keep, width);
+  dispatch_float_type(type, "cuda::zero_rows", [&](auto tag) {
+    using T = decltype(tag);
+    zero_rows_kernel<T><<<rows, 256, 0, stream>>>(static_cast<T*>(x), keep, width);
+  });
   check_launch("cuda::zero_rows");
 }
 
-void convert_from_f32(const float* src, DType type, void* dst, size_t n, cudaStream_t stream) {
+void convert(DType src_type, const void* src, DType dst_type, void* dst, size_t n, cudaStream_t stream) {
+  require_float_type(src_type, "cuda::convert (source)");
+  require_float_type(dst_type, "cuda::convert (destination)");
   if (n == 0) return;
-  dispatch_float_type(type, "cuda::convert_from_f32", [&](auto tag) {
-    using T = decltype(tag);
-    const unsigned blocks = static_cast<unsigned>(std::min<size_t>((n + 255) / 256, 4096));
-    convert_kernel<T><<<blocks, 256, 0, stream>>>(src, static_cast<T*>(dst), n);
+  if (src_type == dst_type) {
+    check(cudaMemcpyAsync(dst, src, n * dtype_size(src_type), cudaMemcpyDeviceToDevice, stream), "cuda::convert");
+    return;
+  }
+  const unsigned blocks = static_cast<unsigned>(std::min<size_t>((n + 255) / 256, 4096));
+  dispatch_float_type(src_type, "cuda::convert", [&](auto src_tag) {
+    using S = decltype(src_tag);
+    dispatch_float_type(dst_type, "cuda::convert", [&](auto dst_tag) {
+      using D = decltype(dst_tag);
+      convert_kernel<S, D><<<blocks, 256, 0, stream>>>(static_cast<const S*>(src), static_cast<D*>(dst), n);
+    });
   });
-  check_launch("cuda::convert_from_f32");
+  check_launch("cuda::convert");
 }
 
 }  // namespace rexnlu::backends::cuda

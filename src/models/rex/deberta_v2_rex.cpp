@@ -46,8 +46,8 @@ DebertaV2RexEncoder::DebertaV2RexEncoder(const rex::ModelConfig& c, WeightLoader
   // (query/key projections of R, bias included) are computed once here, not per forward.
   backends::Backend& be = w.backend();
   ops::layer_norm(be, rel, {}, rel_ln, rel.mutable_ref());
-  for (Layer& L : layers_) {
-    L.rel_qk = be.alloc_tensor(DType::kF32, {rel_rows_, 2 * H});
+  for (Layer& L : layers_) {  // in the activations' type: the attention reads them with q, k, v
+    L.rel_qk = be.alloc_tensor(be.activation_type(), {rel_rows_, 2 * H});
     ops::linear(be, rel, L.w.qkv.out_slice(0, 2 * H), L.rel_qk.mutable_ref());
   }
 }
@@ -69,13 +69,16 @@ void DebertaV2RexEncoder::forward(backends::Backend& be, const PackedBatch& batc
   const ops::PackedSequences seqs = ops::pack_sequences(be, batch.offsets, masks);
   const std::vector<uint8_t> keep_host = input_mask(batch);  // upload() may refer to it (CPU)
   const ConstTensorRef keep = be.upload(host_ref(keep_host.data(), {T}));
-  const TensorRef emb = be.alloc(DType::kF32, {T, H});
+  // The activations from the embeddings' layer norm on are of the backend's activation type (h's):
+  // the gathered rows stay F32 (the table's type) until that layer norm writes them.
+  const TensorRef emb = be.alloc(h.dtype, {T, H});
+  const TensorRef gathered = h.dtype == DType::kF32 ? emb : be.alloc(DType::kF32, {T, H});
   if (forward_cancelled()) throw ForwardCancelled();
   be.run_recorded(key, [&] {
     // Embeddings: word embedding + LayerNorm. No position or token-type embeddings, and the
     // Rex variant multiplies by a mask of ones (a no-op).
-    ops::embedding(be, word_embeddings_, ids, emb);
-    ops::layer_norm(be, emb, {}, emb_ln_, emb);
+    ops::embedding(be, word_embeddings_, ids, gathered);
+    ops::layer_norm(be, gathered, {}, emb_ln_, emb);
     ops::copy(be, emb, h);
     for (size_t l = 0; l < layers_.size(); ++l) {
       // The caller gave up (deadline, drain): checked between layers when the pass runs here
@@ -109,7 +112,7 @@ void DebertaV2RexEncoder::run_layer(backends::Backend& be, const Layer& L, const
   const Workspace::Frame frame(be.workspace());  // this layer's buffers are free again for the next layer
   const TensorRef qkv = project_qkv(be, L.w, h);
 
-  const TensorRef ctx = be.alloc(DType::kF32, {T, H});
+  const TensorRef ctx = be.alloc(h.dtype, {T, H});
   ops::DisentangledAttention a;  // every sequence of the batch, each under its own mask
   a.num_heads = heads_;
   a.scale = scale_;
@@ -129,7 +132,7 @@ void DebertaV2RexEncoder::run_conv(backends::Backend& be, const ops::PackedSeque
                                    ConstTensorRef emb, TensorRef h) const {
   const int64_t T = seqs.rows(), H = hidden_;
   const Workspace::Frame frame(be.workspace());
-  const TensorRef conv = be.alloc(DType::kF32, {T, H});
+  const TensorRef conv = be.alloc(h.dtype, {T, H});
   ops::conv1d_k3(be, emb, conv_, conv, seqs);  // zero padding at each sequence's own ends
   ops::zero_rows(be, conv, keep);
   ops::gelu_erf(be, conv);

@@ -26,14 +26,15 @@ class DebertaV2RexEncoder {
   int hidden_size() const { return hidden_; }
   int vocab_rows() const { return vocab_rows_; }
 
-  // Last hidden states of every token: hidden_out [batch.rows(), hidden_size()] on the backend.
-  // Scratch comes from the backend's workspace (the caller starts the pass).
+  // Last hidden states of every token: hidden_out [batch.rows(), hidden_size()] on the backend, of
+  // the backend's activation_type() (every activation of the pass is: 16-bit on the GPU at
+  // fp16 / bf16). Scratch comes from the backend's workspace (the caller starts the pass).
   void forward(backends::Backend& be, const PackedBatch& batch, TensorRef hidden_out) const;
 
  private:
   struct Layer {
     EncoderLayerWeights w;
-    Tensor rel_qk;  // [rel_rows, 2H]: Qr|Kr = query/key_proj(R), constant (computed at load)
+    Tensor rel_qk;  // [rel_rows, 2H]: Qr|Kr = query/key_proj(R), constant (computed at load), activation type
   };
 
   void run_layer(backends::Backend& be, const Layer& layer, const ops::PackedSequences& seqs, ConstTensorRef positions,

@@ -2,6 +2,7 @@
 
 #include "io/checkpoint.h"
 #include "models/rex/rex_config.h"
+#include "ops/tensor_ops.h"
 
 namespace rexnlu::models {
 
@@ -61,14 +62,19 @@ void RexUniNluModel::run(const std::vector<SequenceInput>& batch, std::vector<Li
   backends::Backend& be = *backend_;
   be.begin_pass();
   const int64_t H = encoder_->hidden_size();
-  const TensorRef h = be.alloc(DType::kF32, {packed.rows(), H});
+  const TensorRef h = be.alloc(be.activation_type(), {packed.rows(), H});
   encoder_->forward(be, packed, h);
   head_->forward(be, packed, h, logits);
   if (hidden) {
+    TensorRef h32 = h;  // the hidden states as F32 (widened on the device when they are 16-bit)
+    if (h.dtype != DType::kF32) {
+      h32 = be.alloc(DType::kF32, {packed.rows(), H});
+      ops::copy(be, h, h32);
+    }
     hidden->resize(batch.size());
     for (int b = 0; b < packed.num_sequences(); ++b) {
       (*hidden)[b].resize(static_cast<size_t>(packed.length(b) * H));
-      be.download(h.slice(packed.offset(b), packed.length(b)), host_ref((*hidden)[b].data(), {packed.length(b), H}));
+      be.download(h32.slice(packed.offset(b), packed.length(b)), host_ref((*hidden)[b].data(), {packed.length(b), H}));
     }
   }
 }
