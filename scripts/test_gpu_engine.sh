@@ -6,6 +6,8 @@
 #   2. model parity, GPU fp32 vs the original's outputs (the same fixtures the CPU meets): the tiny
 #      model's forward cases (test_models RexParity.*) and full-size random weights at L = 128 and
 #      512 (test_fullsize_original; the weights are regenerated with numpy), on CPU fp32 too;
+#   2a. the tiny model at fp16 / bf16 with 16-bit activations (and with REXNLU_CUDA_FP32_ACTIVATIONS=1
+#      beside them) vs the original's outputs, printed, bounded only against gross errors (RexCuda16.*);
 #   2b. SiameseUIE's forward cases on the GPU in fp32 vs the original's (test_siamese_uie SiameseForward.*);
 #   3. decoding with fp32, fp16 and bf16 weights on the GPU vs the original's e2e cases
 #      (test_uie Parity.*: every case with min_abs_logit >= 1e-3 in fp32, >= 1e-2 in fp16/bf16
@@ -108,6 +110,7 @@ fi
 step ops_all_backends "$dir/tests/ops/test_ops"
 step cuda_kernels "$dir/tests/cuda/test_kernels_cuda"
 step tiny_parity_gpu_fp32 env REXNLU_TEST_DEVICE=cuda "$dir/tests/models/test_models" --gtest_filter='RexParity.*'
+step tiny_gpu_16bit_activations "$dir/tests/models/test_models" --gtest_filter='RexCuda16.*'
 python3 "$root/tools/compare_original/fullsize_case.py" "$dir/fullsize_case" > "$dir/fullsize_case.log" 2>&1 || { cat "$dir/fullsize_case.log"; fails=$((fails + 1)); }
 step fullsize_gpu_fp32 env REXNLU_TEST_DEVICE=cuda "$dir/tests/models/test_fullsize_original"
 step fullsize_cpu_fp32 "$dir/tests/models/test_fullsize_original"

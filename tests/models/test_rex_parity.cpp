@@ -5,12 +5,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "backends/backend.h"
 #include "models/rex/rex_config.h"
 #include "io/safetensors.h"
 #include "models/rex/rex_family.h"
@@ -177,6 +179,47 @@ TEST(RexParity, RepeatedShapesGiveIdenticalAnswers) {
   // And the replayed answers are the original's.
   EXPECT_LE(scaled_error(first.logits[0], cases[3].logits), kTolerance);
   EXPECT_LE(scaled_error(first.hidden[1], cases[14].hidden), kTolerance);
+}
+
+// The GPU at fp16 / bf16 keeps the encoder's activations in 16 bits (Backend::activation_type();
+// docs/architecture.md). On the tiny model, all cases in one batch: the description names the
+// activations' type, the hidden states come back (widened on the device) and stay near the
+// original's, and a replay gives the same bits. The bounds only catch gross errors (a buffer
+// read in the wrong type, a missing conversion: errors of order 1); the measured errors are
+// printed, with fp32 activations (REXNLU_CUDA_FP32_ACTIVATIONS=1) beside them for comparison.
+TEST(RexCuda16, SixteenBitActivationsStayNearTheOriginal) {
+  const auto devices = backends::available_devices();
+  if (std::find(devices.begin(), devices.end(), Device::kCuda) == devices.end()) GTEST_SKIP() << "no usable GPU";
+  const rex::ModelConfig config = rex::load_model_config(kModelDir / "config.json");
+  const io::TensorStore weights = io::load_safetensors(kModelDir / "model.safetensors");
+  const auto cases = load_cases();
+  std::vector<SequenceInput> batch;
+  for (const auto& c : cases) batch.push_back(c.input);
+  for (Precision p : {Precision::kFloat16, Precision::kBFloat16}) {
+    const std::string name(precision_name(p));
+    for (const bool fp32_activations : {false, true}) {
+      if (fp32_activations) setenv("REXNLU_CUDA_FP32_ACTIVATIONS", "1", 1);
+      RexUniNluModel model(config, weights, kTinyRows, LoadOptions{Device::kCuda, p, 0});
+      if (fp32_activations) unsetenv("REXNLU_CUDA_FP32_ACTIVATIONS");
+      const std::string want_desc = std::string(fp32_activations ? "fp32" : name) + " activations";
+      EXPECT_NE(model.backend_description().find(name + " weights, " + want_desc), std::string::npos)
+          << model.backend_description();
+      const auto out = model.forward_with_hidden(batch);
+      const auto again = model.forward_with_hidden(batch);  // recorded, then replayed
+      double worst_h = 0, worst_z = 0;
+      for (size_t i = 0; i < cases.size(); ++i) {
+        worst_h = std::max(worst_h, scaled_error(out.hidden[i], cases[i].hidden));
+        worst_z = std::max(worst_z, scaled_error(out.logits[i], cases[i].logits));
+        EXPECT_EQ(again.logits[i], out.logits[i]) << name << " sequence " << i << ": a replay changed the logits";
+        EXPECT_EQ(again.hidden[i], out.hidden[i]) << name << " sequence " << i << ": a replay changed the states";
+      }
+      std::printf("[tiny %s, %s] batch of %zu: max scaled error hidden %.3g, logits %.3g\n", name.c_str(),
+                  want_desc.c_str(), cases.size(), worst_h, worst_z);
+      const double bound = p == Precision::kFloat16 ? 5e-2 : 2.5e-1;
+      EXPECT_LT(worst_h, bound) << name << " " << want_desc << " hidden";
+      EXPECT_LT(worst_z, bound) << name << " " << want_desc << " logits";
+    }
+  }
 }
 
 TEST(RexParity, RejectsMalformedInputWithAMessage) {
