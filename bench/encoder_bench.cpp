@@ -66,6 +66,9 @@ int main(int argc, char** argv) {
   if (const char* g = std::getenv("REXNLU_CUDA_GRAPHS"); g != nullptr && std::string(g) == "0" &&
                                                          options.device == rexnlu::Device::kCuda)
     engine += "-nographs";  // the CUDA backend's graph replay turned off (CudaBackend::run_recorded)
+  if (const char* a = std::getenv("REXNLU_CUDA_FP32_ACTIVATIONS"); a != nullptr && std::string(a) == "1" &&
+                                                                   options.device == rexnlu::Device::kCuda)
+    engine += "-f32act";  // 16-bit weights with fp32 activations (the semantics before 16-bit activations)
   // The full-size case has no vocab.txt: the embedding table's rows stand for the vocabulary.
   const std::filesystem::path dir = argv[1];
   const auto model = [&] {
