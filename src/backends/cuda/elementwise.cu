@@ -74,14 +74,18 @@ __global__ void masked_softmax_kernel(float* scores, int rows, int cols, int ld,
   for (int c = lane; c < cols; c += 32) s[c] *= inv;
 }
 
-// n = rows x cols values, rows `ld` apart.
+// rows x cols values, rows `ld` apart: rows over grid y, columns over grid x, so no value pays
+// for a 64-bit division (the earlier flat loop divided every index by cols; the FFN's GELU took
+// 36 us at L128 b32 in fp16, docs/benchmarks.md; what this saves is not measured yet).
 template <typename T>
-__global__ void gelu_erf_kernel(T* x, size_t n, size_t cols, size_t ld) {
-  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
-    const size_t r = i / cols, at = r * ld + (i - r * cols);
-    const float v = to_f32(x[at]);
-    x[at] = from_f32<T>(0.5f * v * (1.0f + erff(v * 0.70710678118654752f)));
+__global__ void gelu_erf_kernel(T* x, size_t rows, size_t cols, size_t ld) {
+  for (size_t r = blockIdx.y; r < rows; r += gridDim.y) {
+    T* row = x + r * ld;
+    for (size_t c = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; c < cols;
+         c += static_cast<size_t>(gridDim.x) * blockDim.x) {
+      const float v = to_f32(row[c]);
+      row[c] = from_f32<T>(0.5f * v * (1.0f + erff(v * 0.70710678118654752f)));
+    }
   }
 }
 
@@ -136,13 +140,18 @@ void masked_softmax(float* scores, int rows, int cols, int ld, const uint8_t* ma
 void gelu_erf(DType type, void* x, size_t n, cudaStream_t stream) { gelu_erf_rows(type, x, 1, n, n, stream); }
 
 void gelu_erf_rows(DType type, void* x, size_t rows, size_t cols, size_t ld, cudaStream_t stream) {
-  const size_t n = rows * cols;
-  if (n == 0) return;
+  if (rows == 0 || cols == 0) return;
+  if (ld == cols) {  // contiguous: one long row
+    cols *= rows;
+    rows = 1;
+    ld = cols;
+  }
+  const size_t col_blocks = (cols + 255) / 256;
+  const dim3 grid(static_cast<unsigned>(col_blocks < 65535 * 8 ? col_blocks : 65535 * 8),
+                  static_cast<unsigned>(rows < 65535 ? rows : 65535));
   dispatch_float_type(type, "cuda::gelu_erf", [&](auto tag) {
     using T = decltype(tag);
-    const size_t blocks = (n + 255) / 256;
-    gelu_erf_kernel<T><<<static_cast<unsigned>(blocks < 65535 * 8 ? blocks : 65535 * 8), 256, 0, stream>>>(
-        static_cast<T*>(x), n, cols, ld);
+    gelu_erf_kernel<T><<<grid, 256, 0, stream>>>(static_cast<T*>(x), rows, cols, ld);
   });
   check_launch("cuda::gelu_erf");
 }
