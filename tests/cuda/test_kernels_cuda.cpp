@@ -305,7 +305,9 @@ TEST_F(Gpu, GemmMatchesCpuAtLargeBatchRowCounts) {
 }
 
 TEST_F(Gpu, LayerNormWithResidualMatchesCpu) {
-  const int rows = 300, cols = 768;
+  // 768 and 100: one warp per row (all lanes full, and partly empty lanes); 1536: one block per row.
+  for (const int cols : {768, 100, 1536}) {
+  const int rows = 300;
   auto gamma = random_vec(cols, 7, 0.5f, 1.5f), beta = random_vec(cols, 8);
   auto dg = DeviceBuffer::from(gamma), dbeta = DeviceBuffer::from(beta);
   for (DType t : kTypes) {
@@ -320,8 +322,10 @@ TEST_F(Gpu, LayerNormWithResidualMatchesCpu) {
       kg::layer_norm(t, t, dx.get(), with_residual ? dr.get() : nullptr, dg.get<float>(), dbeta.get<float>(), 1e-7f,
                      rows, cols, dx.get(), nullptr);
       expect_close(dx.floats(t), want, tolerance(t),
-                   std::string("layer_norm ") + (with_residual ? "+residual " : "") + name(t));
+                   std::string("layer_norm ") + (with_residual ? "+residual " : "") + name(t) + " cols " +
+                       std::to_string(cols));
     }
+  }
   }
 }
 

@@ -48,6 +48,53 @@ __global__ void layer_norm_kernel(const TX* x, const TX* residual, const float* 
     y[base + c] = from_f32<TY>((row[c] - mean) * inv_std * gamma[c] + beta[c]);
 }
 
+// Sum over the warp; every lane gets the result.
+__device__ __forceinline__ float warp_sum(float v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+// Rows of at most 32 * kPerLane values (the encoder's widths): one warp per row, the row in
+// registers (lane l holds columns l, l + 32, ...), statistics by warp shuffles: no shared memory
+// and no block barriers. Same two-pass fp32 statistics as layer_norm_kernel. Each value is read
+// and written by the same lane, reads before writes: y may alias x or residual.
+constexpr int kLnWarps = 4;  // rows per block
+template <typename TX, typename TY, int kPerLane>
+__global__ void __launch_bounds__(kLnWarps * 32) layer_norm_warp_kernel(const TX* x, const TX* residual,
+                                                                        const float* gamma, const float* beta,
+                                                                        float eps, int rows, int cols, TY* y) {
+  const int r = blockIdx.x * kLnWarps + static_cast<int>(threadIdx.x / 32);
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  if (r >= rows) return;  // whole warps only: the shuffles below see all 32 lanes
+  const size_t base = static_cast<size_t>(r) * cols;
+  float v[kPerLane];
+  float sum = 0.0f;
+#pragma unroll
+  for (int k = 0; k < kPerLane; ++k) {
+    const int c = lane + 32 * k;
+    float t = 0.0f;
+    if (c < cols) {
+      t = to_f32(x[base + c]);
+      if (residual) t += to_f32(residual[base + c]);
+    }
+    v[k] = t;
+    sum += t;
+  }
+  const float mean = warp_sum(sum) / static_cast<float>(cols);
+  float sq = 0.0f;
+#pragma unroll
+  for (int k = 0; k < kPerLane; ++k) {
+    const float d = lane + 32 * k < cols ? v[k] - mean : 0.0f;
+    sq += d * d;
+  }
+  const float inv_std = rsqrtf(warp_sum(sq) / static_cast<float>(cols) + eps);
+#pragma unroll
+  for (int k = 0; k < kPerLane; ++k) {
+    const int c = lane + 32 * k;
+    if (c < cols) y[base + c] = from_f32<TY>((v[k] - mean) * inv_std * gamma[c] + beta[c]);
+  }
+}
+
 // One warp per row, in place.
 __global__ void masked_softmax_kernel(float* scores, int rows, int cols, int ld, const uint8_t* mask, int ld_mask) {
   const int r = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
@@ -115,13 +162,24 @@ void layer_norm(DType x_type, DType y_type, const void* x, const void* residual,
     using TY = decltype(tag);
     const auto run = [&](auto x_tag) {
       using TX = decltype(x_tag);
-      const auto kernel = layer_norm_kernel<TX, TY>;
-      const size_t smem = static_cast<size_t>(cols) * sizeof(float);
-      if (smem > 48 * 1024)
-        check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
-              "cuda::layer_norm smem");
-      kernel<<<rows, kRowThreads, smem, stream>>>(static_cast<const TX*>(x), static_cast<const TX*>(residual), gamma,
-                                                  beta, eps, cols, static_cast<TY*>(y));
+      const auto* xs = static_cast<const TX*>(x);
+      const auto* rs = static_cast<const TX*>(residual);
+      auto* ys = static_cast<TY*>(y);
+      const unsigned warp_blocks = static_cast<unsigned>((rows + kLnWarps - 1) / kLnWarps);
+      if (cols <= 256) {  // the row in registers: one warp per row
+        layer_norm_warp_kernel<TX, TY, 8><<<warp_blocks, kLnWarps * 32, 0, stream>>>(xs, rs, gamma, beta, eps, rows, cols, ys);
+      } else if (cols <= 512) {
+        layer_norm_warp_kernel<TX, TY, 16><<<warp_blocks, kLnWarps * 32, 0, stream>>>(xs, rs, gamma, beta, eps, rows, cols, ys);
+      } else if (cols <= 1024) {
+        layer_norm_warp_kernel<TX, TY, 32><<<warp_blocks, kLnWarps * 32, 0, stream>>>(xs, rs, gamma, beta, eps, rows, cols, ys);
+      } else {  // wider rows: one block per row, the row in shared memory
+        const auto kernel = layer_norm_kernel<TX, TY>;
+        const size_t smem = static_cast<size_t>(cols) * sizeof(float);
+        if (smem > 48 * 1024)
+          check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
+                "cuda::layer_norm smem");
+        kernel<<<rows, kRowThreads, smem, stream>>>(xs, rs, gamma, beta, eps, cols, ys);
+      }
     };
     if (x_type == y_type) run(TY{});
     else run(float{});
