@@ -28,8 +28,9 @@ void conv1d_k3_cuda(backends::Backend& be, ConstTensorRef x, const Conv1dK3Weigh
                     const backends::cuda::DeviceBatch& batch) {
   auto& cb = backends::cuda::CudaBackend::of(be);
   const int64_t out = w.taps.ref().shape[1], in = w.taps.ref().shape[2], rows = x.rows();
-  // x, the taps, their products and y share x's type (check_conv); the sums are fp32.
-  void* tap_sums = be.workspace().alloc<std::byte>(static_cast<size_t>(rows * 3 * out) * dtype_size(x.dtype));
+  // x, the taps and y share x's type (check_conv); the three products are kept in fp32 and summed
+  // in fp32, so y is rounded once.
+  float* tap_sums = be.workspace().alloc<float>(static_cast<size_t>(rows * 3 * out));
   backends::cuda::GemmArgs g;
   g.M = detail::to_int(rows);
   g.N = detail::to_int(3 * out);
@@ -41,9 +42,9 @@ void conv1d_k3_cuda(backends::Backend& be, ConstTensorRef x, const Conv1dK3Weigh
   g.ab_type = x.dtype;
   g.C = tap_sums;
   g.ldc = g.N;
-  g.c_type = x.dtype;
+  g.c_type = DType::kF32;
   cb.gemm(g);
-  backends::cuda::conv1d_k3_combine(x.dtype, tap_sums, batch, detail::to_int(out),
+  backends::cuda::conv1d_k3_combine(DType::kF32, y.dtype, tap_sums, batch, detail::to_int(out),
                                     w.bias.empty() ? nullptr : w.bias.ref().f32(), y.data, cb.stream());
 }
 #endif

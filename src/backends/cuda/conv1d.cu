@@ -1,6 +1,7 @@
 // The k=3 conv's tap sum with per-sequence zero padding (the taps come from one GEMM).
 #include "backends/cuda/ops.h"
 #include "backends/cuda/types.cuh"
+#include "rexnlu/error.h"
 
 namespace rexnlu::backends::cuda {
 
@@ -16,8 +17,8 @@ __device__ int sequence_of(const int32_t* offsets, int num_sequences, int row) {
   return lo;
 }
 
-template <typename T>
-__global__ void conv1d_k3_combine_kernel(const T* taps, const int32_t* offsets, int num_sequences, int out,
+template <typename TT, typename T>
+__global__ void conv1d_k3_combine_kernel(const TT* taps, const int32_t* offsets, int num_sequences, int out,
                                          const float* bias, T* y) {
   const int t = blockIdx.x;
   __shared__ int first, last;  // the sequence's rows [first, last)
@@ -28,7 +29,7 @@ __global__ void conv1d_k3_combine_kernel(const T* taps, const int32_t* offsets, 
   }
   __syncthreads();
   const size_t ld = 3 * static_cast<size_t>(out);
-  const T* row = taps + t * ld;
+  const TT* row = taps + t * ld;
   for (int o = threadIdx.x; o < out; o += blockDim.x) {
     // Same order as the CPU: centre tap (+ bias), then the previous token's tap 0, then the next's tap 2.
     float v = (bias ? bias[o] : 0.0f) + to_f32(row[out + o]);
@@ -40,13 +41,21 @@ __global__ void conv1d_k3_combine_kernel(const T* taps, const int32_t* offsets, 
 
 }  // namespace
 
-void conv1d_k3_combine(DType type, const void* taps, const DeviceBatch& batch, int out, const float* bias, void* y,
-                       cudaStream_t stream) {
+void conv1d_k3_combine(DType taps_type, DType y_type, const void* taps, const DeviceBatch& batch, int out,
+                       const float* bias, void* y, cudaStream_t stream) {
+  if (taps_type != y_type && taps_type != DType::kF32)
+    throw InternalError("cuda::conv1d_k3_combine: the taps must be F32 or of y's type");
   if (batch.rows <= 0) return;
-  dispatch_float_type(type, "cuda::conv1d_k3_combine", [&](auto tag) {
+  dispatch_float_type(y_type, "cuda::conv1d_k3_combine", [&](auto tag) {
     using T = decltype(tag);
-    conv1d_k3_combine_kernel<T><<<batch.rows, 256, 0, stream>>>(static_cast<const T*>(taps), batch.offsets,
-                                                                 batch.num_sequences, out, bias, static_cast<T*>(y));
+    const auto run = [&](auto taps_tag) {
+      using TT = decltype(taps_tag);
+      conv1d_k3_combine_kernel<TT, T><<<batch.rows, 256, 0, stream>>>(static_cast<const TT*>(taps), batch.offsets,
+                                                                       batch.num_sequences, out, bias,
+                                                                       static_cast<T*>(y));
+    };
+    if (taps_type == y_type) run(T{});
+    else run(float{});
   });
   check_launch("cuda::conv1d_k3_combine");
 }

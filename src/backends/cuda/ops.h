@@ -37,12 +37,13 @@ void rotary_interleaved(float* x, int rows, int dim, int ld, const int32_t* posi
 
 // backends::cpu::conv1d_k3 over every sequence of a packed batch. The three taps are ONE product
 // first: taps = x · packed^T with packed = pack_conv1d_k3_weight(...) as a [3*out, in] weight
-// (backends::cuda::Blas::gemm, no bias), giving taps[rows, 3*out] of `type` with column k*out+o
-// holding tap k. This kernel adds them up with the sequence-local zero padding:
+// (backends::cuda::Blas::gemm, no bias), giving taps[rows, 3*out] of `taps_type` (y's type, or F32:
+// the products of 16-bit x and taps kept in fp32) with column k*out+o holding tap k. This kernel
+// adds them up in fp32 with the sequence-local zero padding:
 //   y[t,o] = bias[o] + taps[t,out+o] + taps[t-1,o] (t-1 in t's sequence) + taps[t+1,2out+o] (t+1 too)
-// bias (fp32) may be null; y is of `type`, row stride out.
-void conv1d_k3_combine(DType type, const void* taps, const DeviceBatch& batch, int out, const float* bias, void* y,
-                       cudaStream_t stream);
+// bias (fp32) may be null; y is of `y_type`, row stride out.
+void conv1d_k3_combine(DType taps_type, DType y_type, const void* taps, const DeviceBatch& batch, int out,
+                       const float* bias, void* y, cudaStream_t stream);
 
 // DeBERTa-v2 disentangled attention (backends::cpu::disentangled_attention) for every sequence
 // and head of a packed batch in ONE launch, fused: the c2p and p2c terms are computed inside the
