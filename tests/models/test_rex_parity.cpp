@@ -183,10 +183,13 @@ TEST(RexParity, RepeatedShapesGiveIdenticalAnswers) {
 
 // The GPU at fp16 / bf16 keeps the encoder's activations in 16 bits (Backend::activation_type();
 // docs/architecture.md). On the tiny model, all cases in one batch: the description names the
-// activations' type, the hidden states come back (widened on the device) and stay near the
-// original's, and a replay gives the same bits. The bounds only catch gross errors (a buffer
-// read in the wrong type, a missing conversion: errors of order 1); the measured errors are
-// printed, with fp32 activations (REXNLU_CUDA_FP32_ACTIVATIONS=1) beside them for comparison.
+// activations' type, the hidden states come back (widened on the device), finite and near the
+// original's, and a replay gives the same bits. The bounds only catch gross errors (a buffer read
+// in the wrong type, a missing conversion): the same rounding emulated on the CPU (weights, every
+// op's output and the conv taps rounded to 16 bits, the link head's q|k left fp32; a throwaway
+// patch, branch gpu16's report) gave max scaled errors hidden 3.4e-3 / logits 3.4e-2 in fp16 and
+// 3.0e-2 / 0.27 in bf16; the bounds are about 5x (fp16) and 4x (bf16) those. The measured errors
+// are printed, with fp32 activations (REXNLU_CUDA_FP32_ACTIVATIONS=1) beside them for comparison.
 TEST(RexCuda16, SixteenBitActivationsStayNearTheOriginal) {
   const auto devices = backends::available_devices();
   if (std::find(devices.begin(), devices.end(), Device::kCuda) == devices.end()) GTEST_SKIP() << "no usable GPU";
@@ -208,6 +211,10 @@ TEST(RexCuda16, SixteenBitActivationsStayNearTheOriginal) {
       const auto again = model.forward_with_hidden(batch);  // recorded, then replayed
       double worst_h = 0, worst_z = 0;
       for (size_t i = 0; i < cases.size(); ++i) {
+        const auto finite = [](const std::vector<float>& v) {
+          return std::all_of(v.begin(), v.end(), [](float x) { return std::isfinite(x); });
+        };
+        EXPECT_TRUE(finite(out.hidden[i]) && finite(out.logits[i])) << name << " sequence " << i << ": NaN or inf";
         worst_h = std::max(worst_h, scaled_error(out.hidden[i], cases[i].hidden));
         worst_z = std::max(worst_z, scaled_error(out.logits[i], cases[i].logits));
         EXPECT_EQ(again.logits[i], out.logits[i]) << name << " sequence " << i << ": a replay changed the logits";
@@ -215,9 +222,9 @@ TEST(RexCuda16, SixteenBitActivationsStayNearTheOriginal) {
       }
       std::printf("[tiny %s, %s] batch of %zu: max scaled error hidden %.3g, logits %.3g\n", name.c_str(),
                   want_desc.c_str(), cases.size(), worst_h, worst_z);
-      const double bound = p == Precision::kFloat16 ? 5e-2 : 2.5e-1;
-      EXPECT_LT(worst_h, bound) << name << " " << want_desc << " hidden";
-      EXPECT_LT(worst_z, bound) << name << " " << want_desc << " logits";
+      const bool fp16 = p == Precision::kFloat16;
+      EXPECT_LT(worst_h, fp16 ? 2e-2 : 0.12) << name << " " << want_desc << " hidden";
+      EXPECT_LT(worst_z, fp16 ? 0.2 : 1.0) << name << " " << want_desc << " logits";
     }
   }
 }
