@@ -166,6 +166,8 @@ py::dict PyEngine::info() const {
   d["checkpoint_format"] = m.checkpoint_format;
   d["checkpoint_tensors"] = m.checkpoint_tensors;
   d["backend"] = m.backend;
+  d["device"] = m.device;
+  d["precision"] = m.precision;
   d["load_warnings"] = py::cast(engine_.load_warnings());
   d["limits"] = limits();
   return d;
