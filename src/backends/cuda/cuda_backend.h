@@ -3,11 +3,12 @@
 // the ops (src/ops) reach them through CudaBackend::of(backend).
 //
 // Precision: at fp16 / bf16 the dense layers' weights are converted ONCE at load to that type
-// (make_linear, copy_as) and the activations are stored in it too (activation_type(): the
-// encoder's hidden states and intermediates, 16 bits end to end); products accumulate in fp32,
-// layer-norm statistics, softmax and the link head (rotary, scores) are fp32.
-// REXNLU_CUDA_FP32_ACTIVATIONS=1 keeps fp32 activations with 16-bit weights (each linear layer
-// then rounds its input to the weights' type), the behaviour before 16-bit activations.
+// (make_linear, copy_as); by default the activations stay fp32 (each linear layer rounds its
+// input to the weights' type: the arithmetic measured on the GPU, docs/accuracy.md).
+// REXNLU_CUDA_16BIT_ACTIVATIONS=1 stores the activations in the weights' type too
+// (activation_type(): the encoder's hidden states and intermediates, 16 bits end to end; NOT yet
+// run on a GPU, so opt-in); products accumulate in fp32, layer-norm statistics, softmax and the
+// link head (rotary, scores) are fp32 either way.
 // upload() / download() are real copies on the stream; download() waits for the stream.
 #pragma once
 
@@ -77,7 +78,7 @@ class CudaBackend final : public Backend {
   std::map<std::string, std::unique_ptr<Graph>> graphs_;
   std::map<std::string, int> passes_seen_;
   bool graphs_enabled_ = true;
-  bool fp32_activations_ = false;  // REXNLU_CUDA_FP32_ACTIVATIONS=1
+  bool fp32_activations_ = true;  // false with REXNLU_CUDA_16BIT_ACTIVATIONS=1
   int attention_tensor_cores_ = -1;
 };
 
