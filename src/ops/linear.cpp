@@ -88,10 +88,14 @@ void linear(backends::Backend& be, ConstTensorRef x, const Linear& w, TensorRef 
                                    out, y.f32(), to_int(y.ld()), scratch);
         break;
       }
-      detail::expect_matrix(op, "W", W, DType::kF32, be);
-      detail::expect(W.ld() == W.cols(), op, "W must be contiguous");
-      backends::cpu::linear(x.f32(), rows, in, W.f32(), w.prepared.get(), bias, out, y.f32(), to_int(y.ld()),
-                            act == Activation::kGeluErf);
+      if (w.has_plain_weight()) {
+        detail::expect_matrix(op, "W", W, DType::kF32, be);
+        detail::expect(W.ld() == W.cols(), op, "W must be contiguous");
+      } else {  // fp32 W held only in the kernel's packed layout (backends/cpu/gemm.h)
+        detail::expect(W.dtype == DType::kF32 && w.prepared != nullptr, op, "W has neither F32 data nor a packed copy");
+      }
+      backends::cpu::linear(x.f32(), rows, in, W.f32(), w.prepared.get(), to_int(w.prepared_first), bias, out,
+                            y.f32(), to_int(y.ld()), act == Activation::kGeluErf);
       return;  // activation fused
     }
 #if REXNLU_HAVE_CUDA

@@ -32,8 +32,11 @@ class Tensor {
 // for the requested precision: F32 [out, in]; an I8 W (--precision int8) comes with a
 // per-output-channel `scale` [out] and `scaled_sum` [out], BF16 W with neither. ops::linear reads
 // whichever layout it finds. `prepared` is the backend's own copy of W made at load for its kernels
-// (CPU int8 / bf16: oneDNN's packed layout, backends/cpu/dnnl_matmul.h), or null; an out_slice
-// drops it (the kernels then read W itself).
+// (CPU: oneDNN's packed layout, backends/cpu/dnnl_matmul.h), or null. Where `prepared` is the only
+// copy (CPU fp32 with packed weights), `weight` carries W's dtype and shape but no data
+// (has_plain_weight() false) and an out_slice keeps `prepared` with the offset of its channels
+// (the kernel unpacks W when it needs the plain layout); otherwise an out_slice drops `prepared`
+// (the kernels then read its rows of W itself).
 struct Linear {
   Tensor weight;
   Tensor bias;        // [out], F32; may be empty
@@ -42,16 +45,30 @@ struct Linear {
   Tensor bias_16;
   Tensor scale;       // [out], F32; only for integer weights: W[n,:] ~ scale[n] * weight[n,:]
   Tensor scaled_sum;  // [out], F32; only for integer weights: scale[n] * sum_k weight[n,k]
-  std::shared_ptr<const void> prepared = nullptr;  // the whole W in the backend's own layout, or null
+  std::shared_ptr<const void> prepared = nullptr;  // W in the backend's own layout, or null
+  int64_t prepared_first = 0;  // where weight has no data: this layer's outputs are rows [prepared_first, +out) of it
 
   int64_t out_features() const { return weight.ref().shape[0]; }
   int64_t in_features() const { return weight.ref().cols(); }
+  bool has_plain_weight() const { return !weight.empty(); }
   // Output channels [first, first + count) (e.g. q|k of a fused q|k|v layer).
   Linear out_slice(int64_t first, int64_t count) const {
-    return Linear{weight.slice(first, count), bias.empty() ? Tensor() : bias.slice(first, count),
-                  bias_16.empty() ? Tensor() : bias_16.slice(first, count), scale.empty() ? Tensor() : scale.slice(first, count),
-                  scaled_sum.empty() ? Tensor() : scaled_sum.slice(first, count),
-                  first == 0 && count == out_features() ? prepared : nullptr};
+    Linear s{has_plain_weight() ? weight.slice(first, count) : shape_only(weight.ref(), count),
+             bias.empty() ? Tensor() : bias.slice(first, count),
+             bias_16.empty() ? Tensor() : bias_16.slice(first, count), scale.empty() ? Tensor() : scale.slice(first, count),
+             scaled_sum.empty() ? Tensor() : scaled_sum.slice(first, count), nullptr, 0};
+    if (!has_plain_weight()) {
+      s.prepared = prepared;
+      s.prepared_first = prepared_first + first;
+    } else if (first == 0 && count == out_features()) {
+      s.prepared = prepared;
+    }
+    return s;
+  }
+  // A weight of W's dtype and shape [rows, W's columns] without data (for a Linear whose only copy is `prepared`).
+  static Tensor shape_only(ConstTensorRef w, int64_t rows) {
+    TensorRef r(nullptr, w.dtype, {rows, w.cols()}, w.device);
+    return Tensor(nullptr, r);
   }
 };
 

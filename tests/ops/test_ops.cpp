@@ -621,8 +621,23 @@ TEST(BF16Linear, OutSliceReadsItsOwnRows) {
 
 // ---- weights prepared at load (Linear::prepared: oneDNN's packed layout, bf16 widened on AVX2)
 
-// y through `l` as loaded and through the same Linear without its prepared copy (the kernels then
-// read the plain weights, as for an out_slice).
+// The same weights without a prepared copy (the kernels then read the plain weights, as for an
+// out_slice): `l` itself without it where `l` holds the plain weights too (int8, bf16), else (fp32
+// packed: the packed copy is the only one) the plain F32 weights as given.
+Linear without_prepared(backends::Backend& be, const Linear& l, const std::vector<float>& w, const std::vector<float>& b,
+                        int out, int in) {
+  if (!l.has_plain_weight()) {
+    Linear plain;
+    plain.weight = be.copy_of(host_ref(w.data(), {out, in}));
+    plain.bias = be.copy_of(host_ref(b.data(), {out}));
+    return plain;
+  }
+  Linear plain = l;
+  plain.prepared = nullptr;
+  return plain;
+}
+
+// y through `l` as loaded and through the same weights without its prepared copy.
 std::pair<std::vector<float>, std::vector<float>> prepared_and_plain(Precision precision, int rows, int in, int out,
                                                                      Activation act = Activation::kNone) {
   auto x = random_vec(size_t(rows) * in, 100, -2.0f, 2.0f), w = random_vec(size_t(out) * in, 101), b = random_vec(out, 102);
@@ -632,9 +647,9 @@ std::pair<std::vector<float>, std::vector<float>> prepared_and_plain(Precision p
   const Linear l = be->make_linear(host_ref(w.data(), {out, in}), host_ref(b.data(), {out}));
   EXPECT_NE(l.prepared, nullptr);
   EXPECT_EQ(l.out_slice(0, out).prepared, l.prepared);
-  EXPECT_EQ(l.out_slice(0, out - 16).prepared, nullptr);
-  Linear plain = l;
-  plain.prepared = nullptr;
+  // A part of W: its plain rows where l holds them, else the packed copy with the part's offset.
+  EXPECT_EQ(l.out_slice(16, out - 16).prepared, l.has_plain_weight() ? nullptr : l.prepared);
+  const Linear plain = without_prepared(*be, l, w, b, out, in);
   std::vector<float> a(size_t(rows) * out), c(size_t(rows) * out);
   linear(*be, host_ref(x.data(), {rows, in}), l, host_ref(a.data(), {rows, out}), act);
   linear(*be, host_ref(x.data(), {rows, in}), plain, host_ref(c.data(), {rows, out}), act);
@@ -651,6 +666,76 @@ TEST(PreparedWeights, F32PackedAgreesWithPlainWithAndWithoutGelu) {
       for (size_t i = 0; i < packed.size(); ++i)
         ASSERT_NEAR(packed[i], plain[i], 1e-5 * std::max(1.0f, std::abs(plain[i]))) << "element " << i;
     }
+}
+
+TEST(PreparedWeights, F32PackedIsTheOnlyCopy) {
+  // fp32 where oneDNN packs: the Linear holds W once, packed (Linear::weight has W's shape, no data).
+  if (!backends::cpu::f32_weights_packed()) GTEST_SKIP() << "oneDNN reads plain fp32 weights on this CPU";
+  const int out = 192, in = 256;
+  auto w = random_vec(size_t(out) * in, 101), b = random_vec(out, 102);
+  auto be = backends::make_backend(LoadOptions{Device::kCpu, Precision::kFloat32, 0});
+  const Linear l = be->make_linear(host_ref(w.data(), {out, in}), host_ref(b.data(), {out}));
+  EXPECT_FALSE(l.has_plain_weight());
+  EXPECT_NE(l.prepared, nullptr);
+  EXPECT_EQ(l.out_features(), out);
+  EXPECT_EQ(l.in_features(), in);
+  EXPECT_EQ(l.weight.ref().dtype, DType::kF32);
+}
+
+TEST(PreparedWeights, F32PackedOnlyGivesTheBitsOfPlainPlusPacked) {
+  // The packed-only Linear against the same packed copy with the plain W kept next to it (as before
+  // the plain copy was dropped): the same kernels, so the same bits. Outputs into wider rows
+  // (ldy > out) are among the shapes oneDNN 2.6 runs on the plain layout here (matmul() then
+  // unpacks W for the call); ldy = out runs on the packed copy.
+  if (!backends::cpu::f32_weights_packed()) GTEST_SKIP() << "oneDNN reads plain fp32 weights on this CPU";
+  auto be = backends::make_backend(LoadOptions{Device::kCpu, Precision::kFloat32, 0});
+  be->begin_pass();
+  for (auto [rows, in, out, ldy] : {std::tuple{9, 33, 70, 100}, {130, 256, 320, 327}, {128, 768, 768, 768}, {3, 96, 80, 80}})
+    for (auto act : {Activation::kNone, Activation::kGeluErf}) {
+      auto x = random_vec(size_t(rows) * in, 120, -2.0f, 2.0f), w = random_vec(size_t(out) * in, 121),
+           b = random_vec(out, 122);
+      const Linear l = be->make_linear(host_ref(w.data(), {out, in}), host_ref(b.data(), {out}));
+      ASSERT_FALSE(l.has_plain_weight());
+      const Linear both{be->copy_of(host_ref(w.data(), {out, in})), be->copy_of(host_ref(b.data(), {out})), Tensor(),
+                        Tensor(), l.prepared};
+      std::vector<float> a(size_t(rows) * ldy, 42.0f), c(size_t(rows) * ldy, 42.0f);
+      linear(*be, host_ref(x.data(), {rows, in}), l, host_matrix(a.data(), rows, out, ldy), act);
+      linear(*be, host_ref(x.data(), {rows, in}), both, host_matrix(c.data(), rows, out, ldy), act);
+      ASSERT_EQ(a, c) << "rows " << rows << " in " << in << " out " << out << " ldy " << ldy;
+    }
+}
+
+TEST(PreparedWeights, F32OutSliceOfPackedOnlyWeightsGivesTheBitsOfThePlainSlice) {
+  // An out_slice of a packed-only W (q|k of q|k|v at load) unpacks W and runs the split sgemm on
+  // its rows: the kernel the slice of plain weights runs, so the same bits. Sizes on both sides of
+  // gemm.cpp's threading threshold; a GELU; a slice at the start, in the middle, at the end.
+  if (!backends::cpu::f32_weights_packed()) GTEST_SKIP() << "oneDNN reads plain fp32 weights on this CPU";
+  auto be = backends::make_backend(LoadOptions{Device::kCpu, Precision::kFloat32, 0});
+  be->begin_pass();
+  for (auto [rows, in, out] : {std::tuple{5, 96, 80}, {130, 256, 384}})
+    for (auto [first, count] : {std::pair{0, out / 2}, {16, out / 2}, {out - 64, 64}})
+      for (auto act : {Activation::kNone, Activation::kGeluErf}) {
+        auto x = random_vec(size_t(rows) * in, 110, -2.0f, 2.0f), w = random_vec(size_t(out) * in, 111),
+             b = random_vec(out, 112);
+        const Linear l = be->make_linear(host_ref(w.data(), {out, in}), host_ref(b.data(), {out}));
+        ASSERT_FALSE(l.has_plain_weight());
+        const Linear plain = without_prepared(*be, l, w, b, out, in);
+        const Linear ls = l.out_slice(first, count), ps = plain.out_slice(first, count);
+        EXPECT_EQ(ls.prepared_first, first);
+        EXPECT_EQ(ls.out_features(), count);
+        const int ldy = count + 3;  // into wider rows
+        std::vector<float> a(size_t(rows) * ldy, 42.0f), c(size_t(rows) * ldy, 42.0f);
+        linear(*be, host_ref(x.data(), {rows, in}), ls, host_matrix(a.data(), rows, count, ldy), act);
+        linear(*be, host_ref(x.data(), {rows, in}), ps, host_matrix(c.data(), rows, count, ldy), act);
+        for (size_t i = 0; i < a.size(); ++i)
+          ASSERT_EQ(a[i], c[i]) << "rows " << rows << " slice " << first << "+" << count << " element " << i;
+        // and the slice of the slice: rows [first + 8, first + 8 + 16) of W
+        const Linear lss = ls.out_slice(8, 16), pss = ps.out_slice(8, 16);
+        std::vector<float> d(size_t(rows) * 16), e(size_t(rows) * 16);
+        linear(*be, host_ref(x.data(), {rows, in}), lss, host_ref(d.data(), {rows, 16}), act);
+        linear(*be, host_ref(x.data(), {rows, in}), pss, host_ref(e.data(), {rows, 16}), act);
+        ASSERT_EQ(d, e) << "slice of a slice, rows " << rows;
+      }
 }
 
 TEST(PreparedWeights, Int8PackedGivesTheSameSumsAsPlain) {

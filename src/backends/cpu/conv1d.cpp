@@ -10,7 +10,7 @@ void conv1d_k3(const float* x, int length, int in, const float* packed_taps, con
                int out, float* y) {
   const size_t tap = static_cast<size_t>(out) * in;
   // Centre tap: y = x · W1^T (+ bias).
-  linear(x, length, in, packed_taps + tap, nullptr, bias, out, y, out);
+  linear(x, length, in, packed_taps + tap, nullptr, 0, bias, out, y, out);
   if (length < 2) return;
   // Tap 0 reads the previous token: y[1:] += x[:-1] · W0^T (y[0] sees the zero padding).
   gemm(true, length - 1, out, in, 1.0f, x, in, packed_taps, in, 1.0f, y + out, out);

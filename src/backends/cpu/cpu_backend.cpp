@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <utility>
 
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/gemm_bf16.h"
@@ -64,9 +65,15 @@ Linear CpuBackend::make_linear_at(Precision precision, ConstTensorRef weight, Co
   if (weight.dtype != DType::kF32 || !weight.contiguous())
     throw InternalError("CpuBackend::make_linear: " + rexnlu::describe(weight) + " is not a contiguous F32 matrix");
   if (precision != Precision::kInt8 && precision != Precision::kBFloat16) {
-    // fp32: W as given, plus oneDNN's packed copy where its kernel here has a layout of its own (gemm.h).
-    Linear l = plain_linear(weight, bias);  // (also the int8 link head's: not make_linear, which refuses int8)
-    l.prepared = prepare_f32_weights(l.weight.ref().f32(), static_cast<int>(out), static_cast<int>(in));
+    // fp32: oneDNN's packed copy of W where its kernel here has a layout of its own (gemm.h), and then
+    // only that one (Linear::weight without data: gemm.h's linear() unpacks W for the rare call that
+    // needs it); else W as given. (Also the int8 link head's: not make_linear, which refuses int8.)
+    auto packed = prepare_f32_weights(weight.f32(), static_cast<int>(out), static_cast<int>(in));
+    if (!packed) return plain_linear(weight, bias);
+    Linear l;
+    l.weight = Linear::shape_only(weight, out);
+    if (!bias.empty()) l.bias = copy_of(bias);
+    l.prepared = std::move(packed);
     return l;
   }
   Linear l;

@@ -23,9 +23,10 @@ class CpuBackend final : public Backend {
   ConstTensorRef upload(ConstTensorRef host) override { return host; }
   TensorRef output_for(TensorRef host) override { return host; }
   void download(ConstTensorRef src, TensorRef host) override;
-  // fp32: W as given; int8: W quantized per output channel (backends/cpu/gemm_int8.h); all three
-  // also prepared once for their kernels (Linear::prepared: oneDNN's packed layout, or bf16 widened;
-  // fp32 only where oneDNN packs, backends/cpu/gemm.h).
+  // fp32: W packed once for oneDNN's matmul (Linear::prepared) where oneDNN packs on this CPU, and
+  // then not kept plain too (backends/cpu/gemm.h), else W as given; int8: W quantized per output
+  // channel (backends/cpu/gemm_int8.h); bf16: W rounded; int8 and bf16 also prepared once for their
+  // kernels next to it (Linear::prepared: oneDNN's packed layout, or bf16 widened).
   Linear make_linear(ConstTensorRef weight, ConstTensorRef bias) override;
   // int8 keeps three roles above int8 (docs/accuracy.md: link-sign flips on the full-size weights,
   // VNNI CPU, L = 128 / 512: 1.25% / 1.35% all int8 -> 0.71% / 1.02%): the link head in bf16 where

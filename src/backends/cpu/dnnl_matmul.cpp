@@ -1,9 +1,11 @@
 #include "backends/cpu/dnnl_matmul.h"
 
+#include <cstddef>
 #include <map>
 #include <mutex>
 #include <tuple>
 #include <unordered_map>
+#include <vector>
 
 #include "rexnlu/error.h"
 
@@ -139,8 +141,20 @@ std::shared_ptr<const PackedMatmulWeights> pack_matmul_weights(MatmulKind kind, 
 void matmul(MatmulKind kind, const void* x, int rows, int in, const void* w, const PackedMatmulWeights* packed,
             const float* bias, int out, void* y, int ldy, MatmulPostOp post) {
   if (rows <= 0 || out <= 0) return;
+  if (packed != nullptr && (packed->out != out || packed->in != in))
+    throw InternalError("oneDNN matmul " + shape(rows, in, out) + ": packed weights are [" +
+                        std::to_string(packed->out) + ", " + std::to_string(packed->in) + "]");
   try {
     const Primitive& p = cached_primitive(kind, rows, in, out, ldy, bias != nullptr, packed, post);
+    // W for a plain-layout primitive where the packed copy is the only one (no shape of the models
+    // here on AVX-512 or AVX2; outputs into wider rows in tests/ops): for this call only (gemm.cpp).
+    std::vector<std::byte> unpacked;
+    if (!p.packed && w == nullptr) {
+      if (packed == nullptr) throw InternalError("oneDNN matmul " + shape(rows, in, out) + ": no weights");
+      unpacked.resize(p.pd.weights_desc().get_size());
+      unpack_matmul_weights(*packed, unpacked.data());
+      w = unpacked.data();
+    }
     auto& eng = cpu_engine();
     dnnl::stream stream(eng);
     std::unordered_map<int, dnnl::memory> args{
@@ -153,6 +167,23 @@ void matmul(MatmulKind kind, const void* x, int rows, int in, const void* w, con
     stream.wait();
   } catch (const dnnl::error& e) {
     throw InternalError("oneDNN matmul " + shape(rows, in, out) + ": " + e.what());
+  }
+}
+
+int packed_out_features(const PackedMatmulWeights& packed) { return packed.out; }
+
+void unpack_matmul_weights(const PackedMatmulWeights& packed, void* w) {
+  try {
+    dnnl::memory dst(plain_weights(packed.kind, packed.in, packed.out), cpu_engine(), w);
+    if (!packed.memory)
+      throw InternalError("unpack_matmul_weights: " + shape(128, packed.in, packed.out) +
+                          ": nothing was packed (the plain weights are the only copy)");
+    dnnl::stream stream(cpu_engine());
+    dnnl::memory src = packed.memory;  // (a handle: execute() takes it by non-const reference)
+    dnnl::reorder(src, dst).execute(stream, src, dst);
+    stream.wait();
+  } catch (const dnnl::error& e) {
+    throw InternalError("unpack_matmul_weights: oneDNN " + shape(128, packed.in, packed.out) + ": " + e.what());
   }
 }
 
@@ -171,6 +202,12 @@ std::shared_ptr<const PackedMatmulWeights> pack_matmul_weights(MatmulKind, const
 void matmul(MatmulKind, const void*, int, int, const void*, const PackedMatmulWeights*, const float*, int, void*, int,
             MatmulPostOp) {
   throw InternalError("oneDNN matmul: this build has no oneDNN");
+}
+
+int packed_out_features(const PackedMatmulWeights&) { return 0; }
+
+void unpack_matmul_weights(const PackedMatmulWeights&, void*) {
+  throw InternalError("unpack_matmul_weights: this build has no oneDNN");
 }
 
 std::string matmul_impl_name(const PackedMatmulWeights&) { return "no oneDNN"; }

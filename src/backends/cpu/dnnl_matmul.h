@@ -33,10 +33,17 @@ struct PackedMatmulWeights;  // oneDNN memory in the primitive's layout (dnnl_ma
 std::shared_ptr<const PackedMatmulWeights> pack_matmul_weights(MatmulKind kind, const void* w, int out, int in);
 
 // y (row stride ldy) = post(x · W^T (+ bias for kBF16F32 and kF32; may be null)). w is the plain
-// [out, in] matrix; packed (may be null, e.g. for an out_slice of a Linear) its packed copy. Throws
-// InternalError naming the shape when oneDNN refuses it (dnnl::error: no kernel of that kind on this CPU).
+// [out, in] matrix; packed (may be null, e.g. for an out_slice of a Linear) its packed copy, of the
+// same out. w may be null where packed is the only copy (fp32): a shape whose primitive would not
+// take the packed layout then runs on W unpacked for the call. Throws InternalError naming the
+// shape when oneDNN refuses it (dnnl::error: no kernel of that kind on this CPU).
 void matmul(MatmulKind kind, const void* x, int rows, int in, const void* w, const PackedMatmulWeights* packed,
             const float* bias, int out, void* y, int ldy, MatmulPostOp post = MatmulPostOp::kNone);
+
+// W's out (rows of the [out, in] matrix), and W itself in the plain layout again, written to w
+// (out * in elements of the kind's weight type; an exact copy of what pack_matmul_weights read).
+int packed_out_features(const PackedMatmulWeights& packed);
+void unpack_matmul_weights(const PackedMatmulWeights& packed, void* w);
 
 // Whether pack_matmul_weights reordered W (false: oneDNN's kernel here reads the plain layout).
 bool is_packed(const PackedMatmulWeights& packed);

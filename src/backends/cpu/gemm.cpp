@@ -126,12 +126,30 @@ const char* f32_linear_name() {
   return name.c_str();
 }
 
-void linear(const float* x, int rows, int in, const float* weight, const void* prepared, const float* bias, int out,
-            float* y, int ldy, bool gelu) {
+void linear(const float* x, int rows, int in, const float* weight, const void* prepared, int first, const float* bias,
+            int out, float* y, int ldy, bool gelu) {
+  // W' unpacked for this call (an out_slice of a packed-only W'). A heap buffer returned at the end
+  // of the call, not workspace scratch: the workspace keeps its high-water mark, which would hold a
+  // plain copy again.
+  std::vector<float> unpacked;
   if (prepared) {
-    matmul(MatmulKind::kF32, x, rows, in, weight, static_cast<const PackedMatmulWeights*>(prepared), bias, out, y, ldy,
-           gelu ? MatmulPostOp::kGeluErf : MatmulPostOp::kNone);
-    return;
+    const auto* packed = static_cast<const PackedMatmulWeights*>(prepared);
+    if (first == 0 && out == packed_out_features(*packed)) {
+      matmul(MatmulKind::kF32, x, rows, in, weight, packed, bias, out, y, ldy,
+             gelu ? MatmulPostOp::kGeluErf : MatmulPostOp::kNone);
+      return;
+    }
+    if (first < 0 || first + out > packed_out_features(*packed))
+      throw InternalError("linear: outputs [" + std::to_string(first) + ", " + std::to_string(first + out) +
+                          ") of packed weights with " + std::to_string(packed_out_features(*packed)));
+    if (weight == nullptr) {
+      unpacked.resize(static_cast<size_t>(packed_out_features(*packed)) * in);
+      unpack_matmul_weights(*packed, unpacked.data());
+      weight = unpacked.data();
+    }
+    weight += static_cast<size_t>(first) * in;
+  } else if (weight == nullptr) {
+    throw InternalError("linear: no weights (neither plain nor packed)");
   }
   split_columns(rows, out, in, [&](int n0, int n1) {
     float* y_block = y + n0;

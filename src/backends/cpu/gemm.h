@@ -18,6 +18,7 @@ void gemm(bool trans_b, int M, int N, int K, float alpha, const float* A, int ld
 // behind gemm() repacks W on every call instead, which costs about 15% of a forward at 128 rows
 // (perf at L = 128 batch 1: jit_avx512_core_f32_copy_at_kern). Null where nothing is packed (no
 // oneDNN in this build, or oneDNN's kernel here reads the plain layout): linear() then runs gemm().
+// The packed copy needs no plain one next to it (CpuBackend keeps only this one; see linear()).
 // REXNLU_F32_PACKED=0 in the environment turns the packing off (for before/after benchmarks).
 std::shared_ptr<const void> prepare_f32_weights(const float* w, int out, int in);
 // Whether prepare_f32_weights packs here, and for describe() the kernel linear() runs on them.
@@ -26,10 +27,16 @@ const char* f32_linear_name();
 
 // y[rows,out] = act(x[rows,in] · W^T + bias), W = [out,in] as in nn.Linear; bias may be null;
 // act = exact GELU when gelu, else none. y has row stride ldy (>= out) so outputs can be written
-// into a wider buffer. prepared: prepare_f32_weights(W) or null (W as it is). The GELU runs on
-// each thread's output block right after its product (the primitive's post-op when prepared).
-void linear(const float* x, int rows, int in, const float* weight, const void* prepared, const float* bias, int out,
-            float* y, int ldy, bool gelu = false);
+// into a wider buffer. The GELU runs on each thread's output block right after its product (the
+// primitive's post-op when prepared).
+// prepared null: weight is W itself (the split sgemm). prepared = prepare_f32_weights(W'): weight is
+// W' itself or null (the packed copy is the only one), and W is rows [first, first + out) of W'.
+// The whole W' (first 0, out its rows) runs the primitive on the packed copy; a part of it (an
+// out_slice: Qr|Kr of the q|k|v weights, once at load) runs the split sgemm on its rows, unpacked
+// from the packed copy for this call when weight is null: the same kernel, so the same bits, as
+// with W' kept plain.
+void linear(const float* x, int rows, int in, const float* weight, const void* prepared, int first, const float* bias,
+            int out, float* y, int ldy, bool gelu = false);
 
 // Which BLAS the build uses and how it threads, for logs and benchmarks.
 const char* blas_name();

@@ -100,7 +100,7 @@ void linear_bf16(const float* x, int rows, int in, const uint16_t* w, const void
       widen(w, static_cast<int64_t>(out) * in, wide);
       wf = wide;
     }
-    linear(xf, rows, in, wf, nullptr, bias, out, y, ldy);
+    linear(xf, rows, in, wf, nullptr, 0, bias, out, y, ldy);
     return;
   }
   auto* xb = static_cast<uint16_t*>(scratch);
