@@ -696,8 +696,10 @@ TEST(PreparedWeights, F32PackedOnlyGivesTheBitsOfPlainPlusPacked) {
            b = random_vec(out, 122);
       const Linear l = be->make_linear(host_ref(w.data(), {out, in}), host_ref(b.data(), {out}));
       ASSERT_FALSE(l.has_plain_weight());
-      const Linear both{be->copy_of(host_ref(w.data(), {out, in})), be->copy_of(host_ref(b.data(), {out})), Tensor(),
-                        Tensor(), l.prepared};
+      Linear both;
+      both.weight = be->copy_of(host_ref(w.data(), {out, in}));
+      both.bias = be->copy_of(host_ref(b.data(), {out}));
+      both.prepared = l.prepared;
       std::vector<float> a(size_t(rows) * ldy, 42.0f), c(size_t(rows) * ldy, 42.0f);
       linear(*be, host_ref(x.data(), {rows, in}), l, host_matrix(a.data(), rows, out, ldy), act);
       linear(*be, host_ref(x.data(), {rows, in}), both, host_matrix(c.data(), rows, out, ldy), act);
