@@ -245,7 +245,7 @@ TEST_F(Gpu, GemmMatchesCpuAtModelShapes) {
         auto bias = random_vec(N, 3);
         round_to(x, t), round_to(w, t), round_to(bias, ct);
         std::vector<float> want(size_t(M) * N);
-        kc::linear(x.data(), M, K, w.data(), nullptr, bias.data(), N, want.data(), N);
+        kc::linear(x.data(), M, K, w.data(), nullptr, 0, bias.data(), N, want.data(), N);
         auto dx = DeviceBuffer::from(x, t), dw = DeviceBuffer::from(w, t), db = DeviceBuffer::from(bias, ct);
         DeviceBuffer dy(size_t(M) * N * dtype_size(ct));
         dy.poison();
@@ -285,7 +285,7 @@ TEST_F(Gpu, GemmMatchesCpuAtLargeBatchRowCounts) {
       auto bias = random_vec(N, 13);
       round_to(x, t), round_to(w, t);
       std::vector<float> want(size_t(M) * N);
-      kc::linear(x.data(), M, K, w.data(), nullptr, bias.data(), N, want.data(), N);
+      kc::linear(x.data(), M, K, w.data(), nullptr, 0, bias.data(), N, want.data(), N);
       auto dx = DeviceBuffer::from(x, t), dw = DeviceBuffer::from(w, t), db = DeviceBuffer::from(bias, DType::kF32);
       DeviceBuffer dy(size_t(M) * N * 4), dy2(size_t(M) * N * 4);
       dy.poison(), dy2.poison();
