@@ -289,6 +289,24 @@ std::vector<uint8_t> attention_mask(int L) {
   return mask;
 }
 
+// The op's arguments over a fused q|k|v [rows, 3*HD] and Qr|Kr [rel_rows, 2*HD] on the device.
+DisentangledAttention fused_attention(const Tensor& qkv, const Tensor& rel, int heads, float scale,
+                                      ConstTensorRef position_ids, ConstTensorRef mask, TensorRef out) {
+  const int64_t HD = rel.ref().cols() / 2;
+  DisentangledAttention a;
+  a.num_heads = heads;
+  a.scale = scale;
+  a.q = qkv.ref().columns(0, HD);
+  a.k = qkv.ref().columns(HD, HD);
+  a.v = qkv.ref().columns(2 * HD, HD);
+  a.q_rel = rel.ref().columns(0, HD);
+  a.k_rel = rel.ref().columns(HD, HD);
+  a.position_ids = position_ids;
+  a.mask = mask;
+  a.out = out;
+  return a;
+}
+
 TEST_P(OpsTest, DisentangledAttentionMatchesPerPairReference) {
   const int L = 23, heads = 3, d = 16, HD = heads * d, rel_rows = 16;  // small span: clamping is exercised
   // (d = 16: the smallest head width the CUDA kernel has)
@@ -300,17 +318,7 @@ TEST_P(OpsTest, DisentangledAttentionMatchesPerPairReference) {
   Tensor qkv_d = on_device(qkv, {L, 3 * HD}), rel_d = on_device(rel, {rel_rows, 2 * HD});
   Tensor pos_d = on_device(pos, {L}), mask_d = on_device(mask, {L, L});
   Tensor out = on_device(std::vector<float>(size_t(L) * HD, 7.0f), {L, HD});
-  DisentangledAttention a;
-  a.num_heads = heads;
-  a.scale = scale;
-  a.q = qkv_d.ref().columns(0, HD);
-  a.k = qkv_d.ref().columns(HD, HD);
-  a.v = qkv_d.ref().columns(2 * HD, HD);
-  a.q_rel = rel_d.ref().columns(0, HD);
-  a.k_rel = rel_d.ref().columns(HD, HD);
-  a.position_ids = pos_d;
-  a.mask = mask_d;
-  a.out = out.mutable_ref();
+  const DisentangledAttention a = fused_attention(qkv_d, rel_d, heads, scale, pos_d, mask_d, out.mutable_ref());
   const size_t used = be().workspace().used_bytes();
   disentangled_attention(be(), a);
   EXPECT_EQ(be().workspace().used_bytes(), used) << "the op's scratch was not released";
@@ -339,16 +347,8 @@ TEST_P(OpsTest, PackedAttentionEqualsOneCallPerSequence) {
   Tensor qkv_d = on_device(qkv, {rows, 3 * HD}), rel_d = on_device(rel, {rel_rows, 2 * HD}), pos_d = on_device(pos, {rows});
   Tensor packed = on_device(std::vector<float>(size_t(rows) * HD, 7.0f), {rows, HD});
   Tensor alone = on_device(std::vector<float>(size_t(rows) * HD, 7.0f), {rows, HD});
-  DisentangledAttention a;
-  a.num_heads = heads;
-  a.scale = std::sqrt(float(d) * 3.0f);
-  a.q = qkv_d.ref().columns(0, HD);
-  a.k = qkv_d.ref().columns(HD, HD);
-  a.v = qkv_d.ref().columns(2 * HD, HD);
-  a.q_rel = rel_d.ref().columns(0, HD);
-  a.k_rel = rel_d.ref().columns(HD, HD);
-  a.position_ids = pos_d;
-  a.out = packed.mutable_ref();
+  const DisentangledAttention a =
+      fused_attention(qkv_d, rel_d, heads, std::sqrt(float(d) * 3.0f), pos_d, {}, packed.mutable_ref());
   disentangled_attention(be(), a, pack_sequences(be(), offsets, masks));
   for (size_t b = 0; b + 1 < offsets.size(); ++b) {
     const int64_t row0 = offsets[b], len = offsets[b + 1] - offsets[b];
@@ -1006,17 +1006,7 @@ TEST_P(Ops16Test, DisentangledAttentionOnSixteenBits) {
     Tensor qkv_d = on_device(qkv, {L, 3 * HD}), rel_d = on_device(rel, {rel_rows, 2 * HD});
     Tensor pos_d = on_device_plain(pos, {L}), mask_d = on_device_plain(mask, {L, L});
     Tensor out = on_device(std::vector<float>(size_t(L) * HD, 7.0f), {L, HD});
-    DisentangledAttention a;
-    a.num_heads = heads;
-    a.scale = scale;
-    a.q = qkv_d.ref().columns(0, HD);
-    a.k = qkv_d.ref().columns(HD, HD);
-    a.v = qkv_d.ref().columns(2 * HD, HD);
-    a.q_rel = rel_d.ref().columns(0, HD);
-    a.k_rel = rel_d.ref().columns(HD, HD);
-    a.position_ids = pos_d;
-    a.mask = mask_d;
-    a.out = out.mutable_ref();
+    DisentangledAttention a = fused_attention(qkv_d, rel_d, heads, scale, pos_d, mask_d, out.mutable_ref());
     disentangled_attention(be(), a);
     // Twice the tolerance: the tensor-core kernel rounds the probabilities once more before P·V.
     expect_close(on_host(out), want, 2 * tol());

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <new>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "backends/cuda/device.h"
@@ -56,7 +57,7 @@ CudaBackend::CudaBackend(int device_index, Precision precision)
   // REXNLU_CUDA_VERIFY=1 (ops/cuda_verify.h) copies results back after each op: no recording then.
   const char* verify = std::getenv("REXNLU_CUDA_VERIFY");
   graphs_enabled_ = (graphs == nullptr || std::string(graphs) != "0") && !(verify && std::string(verify) == "1");
-  // 16-bit activations are opt-in until measured on a GPU (cuda_backend.h).
+  // 16-bit activations are opt-in until the whole GPU test script has run with them (cuda_backend.h).
   if (const char* a = std::getenv("REXNLU_CUDA_16BIT_ACTIVATIONS"); a != nullptr && std::string(a) == "1")
     fp32_activations_ = false;
   if (const char* mma = std::getenv("REXNLU_CUDA_MMA_ATTENTION"); mma != nullptr && *mma != 0)
@@ -77,10 +78,9 @@ CudaBackend& CudaBackend::of(Backend& backend) {
 }
 
 std::string CudaBackend::describe() const {
-  const DType act = activation_type();
-  const char* activations = act == DType::kF16 ? "fp16" : act == DType::kBF16 ? "bf16" : "fp32";
+  const std::string_view activations = activation_type() == DType::kF32 ? "fp32" : precision_name(precision());
   return "cuda:" + std::to_string(index_) + ", " + name_ + ", " + std::string(precision_name(precision())) +
-         " weights, " + activations + " activations, cuBLASLt";
+         " weights, " + std::string(activations) + " activations, cuBLASLt";
 }
 
 void CudaBackend::begin_pass() {

@@ -6,8 +6,8 @@
 // (make_linear, copy_as); by default the activations stay fp32 (each linear layer rounds its
 // input to the weights' type: the arithmetic measured on the GPU, docs/accuracy.md).
 // REXNLU_CUDA_16BIT_ACTIVATIONS=1 stores the activations in the weights' type too
-// (activation_type(): the encoder's hidden states and intermediates, 16 bits end to end; NOT yet
-// run on a GPU, so opt-in); products accumulate in fp32, layer-norm statistics, softmax and the
+// (activation_type(): the encoder's hidden states and intermediates, 16 bits end to end; opt-in
+// until scripts/test_gpu_engine.sh has run with them, docs/parity.md); products accumulate in fp32, layer-norm statistics, softmax and the
 // link head (rotary, scores) are fp32 either way.
 // upload() / download() are real copies on the stream; download() waits for the stream.
 #pragma once
