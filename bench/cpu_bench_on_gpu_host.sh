@@ -20,6 +20,8 @@ mkdir -p "$sr" "$work" "$out"
 tar xJf "${SYSROOT_TAR:?}" -C "$sr" && rm -rf "$sr/lib/cmake/GTest"
 export CPATH="$sr/include" LIBRARY_PATH="$sr/lib" LD_LIBRARY_PATH="$sr/lib" PKG_CONFIG_PATH="$sr/lib/pkgconfig"
 export CASES=${CASES:-"L128_b1 L128_b8"} PY=python3
+# every CPU precision by default: this script exists to compare them with ONNX Runtime on the machine
+export REXNLU_PRECISIONS=${REXNLU_PRECISIONS:-"fp32 int8 bf16"} ORT_VARIANTS=${ORT_VARIANTS:-"ort_fp32 ort_int8 ort_int8_pc"}
 # shellcheck disable=SC2086
 (python3 "$root/bench/bench_cases.py" "$work" $CASES && python3 "$root/bench/bench_ort.py" prepare "$work" 16) \
   > "$out/prepare.log" 2>&1 &
