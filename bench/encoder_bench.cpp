@@ -66,10 +66,10 @@ int main(int argc, char** argv) {
   if (const char* g = std::getenv("REXNLU_CUDA_GRAPHS"); g != nullptr && std::string(g) == "0" &&
                                                          options.device == rexnlu::Device::kCuda)
     engine += "-nographs";  // the CUDA backend's graph replay turned off (CudaBackend::run_recorded)
-  if (const char* a = std::getenv("REXNLU_CUDA_16BIT_ACTIVATIONS"); a != nullptr && std::string(a) == "1" &&
+  if (const char* a = std::getenv("REXNLU_CUDA_16BIT_ACTIVATIONS"); a != nullptr && std::string(a) == "0" &&
                                                                     options.device == rexnlu::Device::kCuda &&
                                                                     options.precision != rexnlu::Precision::kFloat32)
-    engine += "-act16";  // 16-bit activations too (opt-in; the default keeps fp32 activations)
+    engine += "-act32";  // fp32 activations (the default stores them in the weights' 16-bit type)
   // The full-size case has no vocab.txt: the embedding table's rows stand for the vocabulary.
   const std::filesystem::path dir = argv[1];
   const auto model = [&] {

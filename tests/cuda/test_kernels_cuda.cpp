@@ -406,15 +406,22 @@ TEST_F(Gpu, MaskedSoftmaxMatchesCpuIncludingFullyMaskedRows) {
   expect_close(ds.floats(DType::kF32), want, 1e-4, "masked_softmax f32");
 }
 
+// 16-byte vectors where the buffer allows them (300 x 3072 values), scalar otherwise: an odd
+// count, and the same buffer from its second value (not 16-byte aligned).
 TEST_F(Gpu, GeluErfMatchesCpu) {
   for (DType t : kTypes) {
-    auto x = random_vec(300 * 3072, 13, -6.0f, 6.0f);
-    round_to(x, t);
-    std::vector<float> want = x;
-    kc::gelu_erf(want.data(), want.size());
-    auto dx = DeviceBuffer::from(x, t);
-    kg::gelu_erf(t, dx.get(), x.size(), nullptr);
-    expect_close(dx.floats(t), want, tolerance(t), std::string("gelu_erf ") + name(t));
+    for (const size_t n : {size_t(300) * 3072, size_t(10007)}) {
+      for (const size_t skip : {size_t(0), size_t(1)}) {
+        auto x = random_vec(n, 13, -6.0f, 6.0f);
+        round_to(x, t);
+        std::vector<float> want = x;
+        kc::gelu_erf(want.data() + skip, want.size() - skip);
+        auto dx = DeviceBuffer::from(x, t);
+        kg::gelu_erf(t, static_cast<char*>(dx.get()) + skip * rexnlu::dtype_size(t), x.size() - skip, nullptr);
+        expect_close(dx.floats(t), want, tolerance(t),
+                     std::string("gelu_erf ") + name(t) + " n=" + std::to_string(n) + " from " + std::to_string(skip));
+      }
+    }
   }
 }
 

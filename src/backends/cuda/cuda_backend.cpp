@@ -57,9 +57,9 @@ CudaBackend::CudaBackend(int device_index, Precision precision)
   // REXNLU_CUDA_VERIFY=1 (ops/cuda_verify.h) copies results back after each op: no recording then.
   const char* verify = std::getenv("REXNLU_CUDA_VERIFY");
   graphs_enabled_ = (graphs == nullptr || std::string(graphs) != "0") && !(verify && std::string(verify) == "1");
-  // 16-bit activations are opt-in until the whole GPU test script has run with them (cuda_backend.h).
-  if (const char* a = std::getenv("REXNLU_CUDA_16BIT_ACTIVATIONS"); a != nullptr && std::string(a) == "1")
-    fp32_activations_ = false;
+  // 16-bit activations at fp16/bf16 unless REXNLU_CUDA_16BIT_ACTIVATIONS=0 (cuda_backend.h).
+  if (const char* a = std::getenv("REXNLU_CUDA_16BIT_ACTIVATIONS"); a != nullptr && std::string(a) == "0")
+    fp32_activations_ = true;
   if (const char* mma = std::getenv("REXNLU_CUDA_MMA_ATTENTION"); mma != nullptr && *mma != 0)
     attention_tensor_cores_ = std::string(mma) == "0" ? 0 : std::string(mma) == "1" ? 1 : -1;
 }

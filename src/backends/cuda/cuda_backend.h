@@ -3,12 +3,12 @@
 // the ops (src/ops) reach them through CudaBackend::of(backend).
 //
 // Precision: at fp16 / bf16 the dense layers' weights are converted ONCE at load to that type
-// (make_linear, copy_as); by default the activations stay fp32 (each linear layer rounds its
-// input to the weights' type: the arithmetic measured on the GPU, docs/accuracy.md).
-// REXNLU_CUDA_16BIT_ACTIVATIONS=1 stores the activations in the weights' type too
-// (activation_type(): the encoder's hidden states and intermediates, 16 bits end to end; opt-in
-// until scripts/test_gpu_engine.sh has run with them, docs/parity.md); products accumulate in fp32, layer-norm statistics, softmax and the
-// link head (rotary, scores) are fp32 either way.
+// (make_linear, copy_as) and the activations are stored in that type too (activation_type(): the
+// encoder's hidden states and intermediates, 16 bits end to end; scripts/test_gpu_engine.sh's
+// parity and accuracy steps pass with them, docs/parity.md). REXNLU_CUDA_16BIT_ACTIVATIONS=0
+// keeps fp32 activations instead (each linear layer then rounds its input to the weights' type;
+// slower at large batches, docs/benchmarks.md). Products accumulate in fp32; layer-norm
+// statistics, softmax and the link head (rotary, scores) are fp32 either way.
 // upload() / download() are real copies on the stream; download() waits for the stream.
 #pragma once
 
@@ -78,7 +78,7 @@ class CudaBackend final : public Backend {
   std::map<std::string, std::unique_ptr<Graph>> graphs_;
   std::map<std::string, int> passes_seen_;
   bool graphs_enabled_ = true;
-  bool fp32_activations_ = true;  // false with REXNLU_CUDA_16BIT_ACTIVATIONS=1
+  bool fp32_activations_ = false;  // true with REXNLU_CUDA_16BIT_ACTIVATIONS=0
   int attention_tensor_cores_ = -1;
 };
 

@@ -136,6 +136,24 @@ __global__ void gelu_erf_kernel(T* x, size_t rows, size_t cols, size_t ld) {
   }
 }
 
+// The same over 16-byte vectors (8 fp16/bf16 or 4 fp32 values) of a contiguous buffer: the scalar
+// kernel's 2-byte accesses reach about a quarter of the H200's bandwidth at 16 bits.
+template <typename T>
+__global__ void gelu_erf_vec_kernel(uint4* x, size_t vectors) {
+  constexpr int kPer = 16 / sizeof(T);
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < vectors;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    uint4 raw = x[i];
+    T* v = reinterpret_cast<T*>(&raw);
+#pragma unroll
+    for (int u = 0; u < kPer; ++u) {
+      const float f = to_f32(v[u]);
+      v[u] = from_f32<T>(0.5f * f * (1.0f + erff(f * 0.70710678118654752f)));
+    }
+    x[i] = raw;
+  }
+}
+
 __global__ void rotary_kernel(float* x, int rows, int half, int ld, const int32_t* positions, const float* freqs) {
   const int r = blockIdx.y;
   const int m = blockIdx.x * blockDim.x + threadIdx.x;
@@ -203,6 +221,17 @@ void gelu_erf_rows(DType type, void* x, size_t rows, size_t cols, size_t ld, cud
     cols *= rows;
     rows = 1;
     ld = cols;
+  }
+  const size_t bytes = cols * dtype_size(type);
+  if (rows == 1 && bytes % 16 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0) {
+    const size_t vectors = bytes / 16, blocks = (vectors + 255) / 256;
+    dispatch_float_type(type, "cuda::gelu_erf", [&](auto tag) {
+      using T = decltype(tag);
+      gelu_erf_vec_kernel<T><<<static_cast<unsigned>(blocks < 65535 * 8 ? blocks : 65535 * 8), 256, 0, stream>>>(
+          static_cast<uint4*>(x), vectors);
+    });
+    check_launch("cuda::gelu_erf");
+    return;
   }
   const size_t col_blocks = (cols + 255) / 256;
   const dim3 grid(static_cast<unsigned>(col_blocks < 65535 * 8 ? col_blocks : 65535 * 8),
