@@ -387,9 +387,9 @@ HttpResponse HttpServer::Impl::handle_extract(const HttpRequest& req, bool alias
     if (r.error_kind == ErrorKind::kInvalidInput) return error_response(422, where + r.error, "invalid_request");
     if (r.error_kind == ErrorKind::kLimitExceeded) return error_response(422, where + r.error, "limit_exceeded");
     if (r.error_kind == ErrorKind::kOutOfMemory) {  // the device ran out during this batch: retry, maybe smaller
-      HttpResponse res = error_response(503, where + r.error + "; retry later or with less text", "out_of_memory");
-      res.headers.emplace_back("Retry-After", "1");
-      return res;
+      HttpResponse busy = error_response(503, where + r.error + "; retry later or with less text", "out_of_memory");
+      busy.headers.emplace_back("Retry-After", "1");
+      return busy;
     }
     if (r.error_kind == ErrorKind::kCancelled && req.client_gone && req.client_gone->load()) {
       return error_response(kClientClosed, "the client went away before the answer", "client_closed");
