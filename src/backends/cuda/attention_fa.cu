@@ -3,7 +3,8 @@
 // attention.cu and the CPU kernel:
 //   S[i,j] = (Q_i·K_j + Q_i·Kr[idx] + K_j·Qr[idx]) / s,  idx = clamp(pos_i - pos_j + rel_rows/2, 0, rel_rows-1)
 //   P = XSoftmax(S, mask);  out_i = sum_j P[i,j] V_j
-// One block = one sequence, one head, 4 warps, two shapes (Shape<D, WQ>):
+// One block = one sequence, one head, 4 warps, two shapes (Shape<D, WQ>; at head_dim 64 about
+// 93 KB (WQ = 4) and 99 KB (WQ = 1) of shared memory and 218 / 208 registers: 2 blocks per SM):
 //   WQ = 4: 64 query rows, warp w owns rows [16w, 16w+16) and all 32 keys of each chunk;
 //   WQ = 1: 16 query rows, warp w owns keys [16w, 16w+16) of each 64-key chunk; the four
 //           (max, sum, O) of a row are merged at the end (small grids).
@@ -12,7 +13,8 @@
 // C2P = Q·Kr_win^T (each warp the 16-row window tiles its own rows and keys index) into a per-warp
 // fp32 buffer, P2C = K·Qr_win^T (the chunk's 16-key tiles x the window tiles the block's rows
 // index; shared by the block when WQ = 4, each warp its own key tile when WQ = 1) into an fp32
-// buffer, and every accumulator element gathers c2p[i][idx] + p2c[j][idx]; then the mask and an
+// buffer (WQ = 1: the warp's c2p buffer again, once its C2P terms are gathered), and every
+// accumulator element gathers c2p[i][idx] + p2c[j][idx]; then the mask and an
 // online softmax in registers (row max and sum over the quad of lanes that holds a row), P
 // converted to A fragments in registers and O += P·V (ldmatrix.trans of V).
 // Loads: cp.async 16-byte copies; K, V and key positions are double buffered (the next chunk
@@ -61,8 +63,10 @@ struct Shape {
   static constexpr int kr = v + 2 * kBk * kLdh * 2;            // [kRing][kLdh] Kr ring
   static constexpr int qr = kr + kRing * kLdh * 2;             // [kRing][kLdh] Qr ring
   static constexpr int posk = qr + kRing * kLdh * 2;           // [2][kBk] key positions
-  static constexpr int p2c = posk + 2 * kBk * 4;               // [kBk][kLdf] fp32
-  static constexpr int c2p = p2c + kBk * kLdf * 4;             // [4][16][kLdf] fp32; the Q tile before the loop
+  // p2c: [kBk][kLdf] fp32 where WQ = 4; where WQ = 1, warp w's key rows [16w, 16w+16) of it are
+  // its own c2p buffer, used for C2P first and then for P2C (gathered one after the other).
+  static constexpr int p2c = posk + 2 * kBk * 4;
+  static constexpr int c2p = p2c + (kWK == 1 ? kBk * kLdf * 4 : 0);  // [4][16][kLdf] fp32; the Q tile before the loop
   static constexpr int bytes = c2p + kWarps * 16 * kLdf * 4;
   // After the loop (WQ = 1): every warp's O rows and (max, sum) per row.
   static constexpr int kLdo = D + 4;
@@ -160,8 +164,8 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a)
   const int32_t* pos = a.batch.position_ids + row0;
   const uint8_t* mask = a.batch.masks + a.batch.mask_offsets[b];
   const uint32_t sbase = smem_addr(smem);
-  float* p2c = reinterpret_cast<float*>(smem + S::p2c);
   float* c2p = reinterpret_cast<float*>(smem + S::c2p) + warp * 16 * kLdf;
+  float* p2c = reinterpret_cast<float*>(smem + (kWK == 1 ? S::p2c : S::c2p));  // WQ = 1: row 16w + r = warp w's c2p row r
   const int* posk_s = reinterpret_cast<const int*>(smem + S::posk);
 
   // ---- copies -------------------------------------------------------------------------------
@@ -202,11 +206,13 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a)
   };
 
   // ---- prologue -----------------------------------------------------------------------------
-  // Q tile (zero rows past nq) into the c2p area; loaded into fragments before the first c2p.
+  // Q tile (zero rows past nq) into the c2p area (loaded into fragments before the first c2p) and
+  // chunk 0, enqueued before the positions are read (the first window needs them).
   for (int e = tid; e < kBq * kPr; e += kThreads) {
     const int r = e / kPr, p = e % kPr;
     cp16(sbase + S::c2p + (r * kLdh + p * 8) * 2, q + static_cast<size_t>(min(i0 + r, L - 1)) * ld + p * 8, r < nq);
   }
+  fetch_chunk(0, 0);
   // Query positions: the block's range, the warp's range, the thread's two rows.
   int qmn = INT_MAX, qmx = INT_MIN, wqmn = INT_MAX, wqmx = INT_MIN;
   for (int r = lane; r < nq; r += 32) {
@@ -265,7 +271,6 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a)
   if (nc > 1) load_pos(1, raw);
   uint32_t mk_next[2][kNt][2];
   load_mask(0, mk_next);
-  fetch_chunk(0, 0);
   {
     int kmn = ctmn[0], kmx = ctmx[0];
 #pragma unroll
@@ -376,7 +381,8 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a)
         return static_cast<uint32_t>(((r % kRing) * kLdh + ((lane >> 3) & 1) * 8) * 2);
       };
       // C2P of the warp's rows: the window tiles its rows x keys index.
-      if (warp_rows && wkmn <= wkmx) {
+      const auto c2p_tiles = [&] {
+        if (!warp_rows || wkmn > wkmx) return;
         const int lo = max(clamp_rel(wqmn - wkmx + half, R) - r0, 0);
         const int hi = min(clamp_rel(wqmx - wkmn + half, R) - r0, nr - 1);
         for (int t = lo >> 4; lo <= hi && t <= hi >> 4; ++t) {
@@ -396,10 +402,10 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a)
             *reinterpret_cast<float2*>(c2p + (g + 8) * kLdf + col) = make_float2(acc[m][2], acc[m][3]);
           }
         }
-      }
+      };
       // P2C: (16-key tile kt) x (window tile t) items; WQ = 4 deals the chunk's items round the
       // warps, WQ = 1 gives each warp its own key tile.
-      {
+      const auto p2c_items = [&] {
         int tlo[kKt], tn[kKt], items = 0;
 #pragma unroll
         for (int t = 0; t < kKt; ++t) {
@@ -439,21 +445,35 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a)
             *reinterpret_cast<float2*>(p2c + (16 * kt + g + 8) * kLdf + col) = make_float2(acc[m][2], acc[m][3]);
           }
         }
+      };
+      // Gather: each accumulator element adds its terms (pairs that index this window).
+      const auto gather = [&](bool add_c2p, bool add_p2c) {
+#pragma unroll
+        for (int rr = 0; rr < 2; ++rr)
+#pragma unroll
+          for (int n = 0; n < kNt; ++n)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+              const int idx = clamp_rel(pq[rr] - pk[n][e] + half, R) - r0;
+              const int jl = kw * kKW + 8 * n + 2 * qd + e;
+              if (static_cast<unsigned>(idx) < static_cast<unsigned>(nr))
+                s[n][2 * rr + e] += (add_c2p ? c2p[(g + 8 * rr) * kLdf + idx] : 0.0f) + (add_p2c ? p2c[jl * kLdf + idx] : 0.0f);
+            }
+      };
+      if constexpr (kWK == 1) {
+        c2p_tiles();
+        p2c_items();
+        __syncthreads();  // every warp gathers every key's p2c
+        gather(true, true);
+      } else {  // one buffer per warp: C2P, its gather, then P2C, its gather
+        c2p_tiles();
+        __syncwarp();
+        gather(true, false);
+        __syncwarp();
+        p2c_items();
+        __syncwarp();
+        gather(false, true);
       }
-      if constexpr (kWK == 1) __syncthreads();  // every warp gathers every key's p2c
-      else __syncwarp();
-      // Gather: each accumulator element adds its two terms (pairs that index this window).
-#pragma unroll
-      for (int rr = 0; rr < 2; ++rr)
-#pragma unroll
-        for (int n = 0; n < kNt; ++n)
-#pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            const int idx = clamp_rel(pq[rr] - pk[n][e] + half, R) - r0;
-            const int jl = kw * kKW + 8 * n + 2 * qd + e;
-            if (static_cast<unsigned>(idx) < static_cast<unsigned>(nr))
-              s[n][2 * rr + e] += c2p[(g + 8 * rr) * kLdf + idx] + p2c[jl * kLdf + idx];
-          }
     }
 
     // Mask and online softmax (base 2), rows g and g+8 (a quad of lanes per row).
