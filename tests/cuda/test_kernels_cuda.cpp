@@ -620,7 +620,7 @@ TEST_F(Gpu, DisentangledAttentionIsDeterministicAtDemoBatchShapes) {
 // windows wider than one per chunk), block-structured masks with a fully masked row, lengths
 // that are not multiples of 16 / 32 / 64, several sequences of different lengths per batch,
 // head_dim 64 and 16 (the tiny model's).
-TEST_F(Gpu, DisentangledAttentionFlashMatchCpu) {
+TEST_F(Gpu, DisentangledAttentionFlashMatchesCpu) {
   const auto fa = kg::TensorCoreKernel::kFlash;
   const Batch prompt({128, 77, 1, 200, 33}, 21), long_one({512}, 22, Positions::kContiguous);
   const Batch odd({17, 63, 65, 129, 191, 2}, 26, Positions::kContiguous), scattered({97, 64, 250, 3, 130}, 27, Positions::kScattered);
@@ -629,16 +629,18 @@ TEST_F(Gpu, DisentangledAttentionFlashMatchCpu) {
     check_attention(long_one, 12, 64, c, "attention 12x64 L=512 pos 0..511", c, fa);
     check_attention(odd, 4, 64, c, "attention 4x64 L=17,63,65,129,191,2 contiguous", c, fa);
     check_attention(scattered, 4, 64, c, "attention 4x64 L=97,64,250,3,130 scattered", c, fa);
-    check_attention(Batch({40, 9}, 23), 4, 16, c, "attention 4x16 (tiny model)", c, fa);
     check_attention(scattered, 4, 16, c, "attention 4x16 L=97,64,250,3,130 scattered", c, fa);
     check_attention(odd, 4, 16, c, "attention 4x16 L=17,63,65,129,191,2 contiguous", c, fa);
   }
 }
 
-// The same at the tiny model's shape (small enough for compute-sanitizer --tool racecheck).
+// The same at the tiny model's shape (small enough for compute-sanitizer --tool racecheck), the
+// WMMA kernel and, on 16-bit storage, the flash kernel.
 TEST_F(Gpu, DisentangledAttentionTensorCoresTinyModel) {
-  for (DType c : {DType::kF16, DType::kBF16})
+  for (DType c : {DType::kF16, DType::kBF16}) {
     for (DType t : {c, DType::kF32}) check_attention(Batch({40, 9}, 23), 4, 16, t, "attention 4x16 (tiny model)", c);
+    check_attention(Batch({40, 9}, 23), 4, 16, c, "attention 4x16 (tiny model)", c, kg::TensorCoreKernel::kFlash);
+  }
 }
 
 TEST_F(Gpu, DisentangledAttentionMatchesCpuOnPackedPromptBatch) {
