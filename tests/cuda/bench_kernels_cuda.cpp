@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cuda/attention_fa.h"
 #include "backends/cuda/attention_mma.h"
 #include "backends/cuda/common.h"
 #include "backends/cuda/device.h"
@@ -96,8 +97,9 @@ int main() {
   kg::check(cudaMalloc(&ws, ws_bytes), "ws");
 
   std::printf("| shape | type | qkv GEMM | attention (fused) | out GEMM+bias | LN+res | FFN up | GELU | FFN down | LN+res | "
-              "layer sum | x12 layers | head GEMM (f32 out) | rotary | link scores | attention share | attention mma, 64 rows / 16 rows x 4 key groups |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+              "layer sum | x12 layers | head GEMM (f32 out) | rotary | link scores | attention share | attention mma, 64 rows / 16 rows x 4 key groups | "
+              "attention fa, by grid / 64 rows / 16 rows |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (auto [L, B] : {std::pair{128, 1}, {128, 8}, {128, 32}, {512, 1}, {512, 8}}) {
     const int T = L * B;
     std::vector<int32_t> offsets{0}, pos;
@@ -177,8 +179,17 @@ int main() {
       const double mma4 = mma_ok ? time_us(s, [&] { kg::disentangled_attention_mma(am, s, 4); }) : -1.0;
       std::printf("| L=%d B=%d | %s |", L, B, name(t));
       for (double u : us) std::printf(" %.1f |", u);
-      std::printf(" %.1f | %.0f | %.1f | %.1f | %.1f | %.0f%% | %.1f / %.1f |\n", layer, 12 * layer, head, rot, link,
+      // The flash kernel: 16-bit storage only (computed in its type); "-" for fp32.
+      kg::AttentionArgs af = a;
+      af.compute = t;
+      const bool fa_ok = t != DType::kF32 && kg::attention_fa_supported(af);
+      const double fa0 = fa_ok ? time_us(s, [&] { kg::disentangled_attention_fa(af, s, 0); }) : -1.0;
+      const double fa64 = fa_ok ? time_us(s, [&] { kg::disentangled_attention_fa(af, s, 64); }) : -1.0;
+      const double fa16 = fa_ok ? time_us(s, [&] { kg::disentangled_attention_fa(af, s, 16); }) : -1.0;
+      std::printf(" %.1f | %.0f | %.1f | %.1f | %.1f | %.0f%% | %.1f / %.1f |", layer, 12 * layer, head, rot, link,
                   100.0 * us[1] / layer, mma1, mma4);
+      if (fa_ok) std::printf(" %.1f / %.1f / %.1f |\n", fa0, fa64, fa16);
+      else std::printf(" - |\n");
       for (void* p : {h, qkv, rel, w_qkv, b_qkv, w_o, w_i, w_out, bias_h, ctx, attn, inter, static_cast<void*>(gamma),
                       static_cast<void*>(beta), w_head, static_cast<void*>(b_head), static_cast<void*>(qk),
                       static_cast<void*>(freqs), links, static_cast<void*>(count)})

@@ -26,6 +26,7 @@
 
 #include "backends/cpu/activations.h"
 #include "backends/cpu/conv1d.h"
+#include "backends/cuda/attention_fa.h"
 #include "backends/cuda/attention_mma.h"
 #include "backends/cuda/common.h"
 #include "backends/cuda/device.h"
@@ -136,22 +137,28 @@ void expect_close(const std::vector<float>& got, const std::vector<float>& want,
 
 const char* name(DType t) { return t == DType::kF32 ? "f32" : t == DType::kF16 ? "f16" : "bf16"; }
 
-// A packed batch on host and device: lengths, prompt-like position ids (reset per segment),
-// block-structured 2D masks (prompt isolation) with one fully masked row.
+// Position ids of a test batch: kSegments restart at 0..4 with each segment (prompt-like),
+// kContiguous run 0..L-1, kScattered run on but jump to a random position in [0, 800) (past
+// rel_rows: clamped indices; going back: not monotonic) at one token in 8.
+enum class Positions { kSegments, kContiguous, kScattered };
+
+// A packed batch on host and device: lengths, position ids, block-structured 2D masks (prompt
+// isolation: each segment of a kSegments / kScattered batch) with one fully masked row.
 struct Batch {
   std::vector<int32_t> offsets{0}, positions;
   std::vector<int64_t> mask_offsets;
   std::vector<uint8_t> masks;
   int rows = 0, max_len = 0;
 
-  Batch(const std::vector<int>& lengths, uint32_t seed, bool contiguous_positions = false) {
+  Batch(const std::vector<int>& lengths, uint32_t seed, Positions pattern = Positions::kSegments) {
     std::mt19937 rng(seed);
     for (int L : lengths) {
       mask_offsets.push_back(static_cast<int64_t>(masks.size()));
       std::vector<int> segment(L);
       int seg = 0, p = 0;
       for (int t = 0; t < L; ++t) {
-        if (!contiguous_positions && t > 0 && rng() % 23 == 0) { ++seg; p = static_cast<int>(rng() % 5); }
+        if (pattern != Positions::kContiguous && t > 0 && rng() % 23 == 0) { ++seg; p = static_cast<int>(rng() % 5); }
+        if (pattern == Positions::kScattered && rng() % 8 == 0) p = static_cast<int>(rng() % 800);
         segment[t] = seg;
         positions.push_back(p++);
       }
@@ -481,11 +488,12 @@ TEST_F(Gpu, Conv1dK3MatchesCpuPerSequence) {
 }
 
 // q|k|v in one [rows, 3*H] buffer and Qr|Kr in one [rel_rows, 2*H] buffer, as the encoder holds them.
-// compute F16/BF16: the tensor-core kernel (attention_mma.cu), which must be the one that runs
-// here (sm_80+); the CPU sees the inputs rounded to that type, and the tolerance doubles for the
-// one extra rounding of the probabilities before P·V.
+// compute F16/BF16: a tensor-core kernel, `kernel` (attention_mma.cu, or attention_fa.cu for
+// 16-bit storage computed in its type), which must be the one that runs here (sm_80+); the CPU
+// sees the inputs rounded to that type, and the tolerance doubles for the one extra rounding of
+// the probabilities before P·V.
 void check_attention(const Batch& batch, int heads, int head_dim, DType t, const std::string& what,
-                     DType compute = DType::kF32) {
+                     DType compute = DType::kF32, kg::TensorCoreKernel kernel = kg::TensorCoreKernel::kWmma) {
   const int H = heads * head_dim, rel_rows = 512;
   auto qkv = random_vec(size_t(batch.rows) * 3 * H, 19, -2.0f, 2.0f);
   auto rel = random_vec(size_t(rel_rows) * 2 * H, 20, -2.0f, 2.0f);
@@ -521,8 +529,30 @@ void check_attention(const Batch& batch, int heads, int head_dim, DType t, const
     expect_close(dout.floats(t), want, tolerance(t), what + " " + name(t));
     return;
   }
-  ASSERT_TRUE(kg::attention_mma_supported(a)) << what;
   const double tol = 2 * std::max(tolerance(t), tolerance(compute));
+  if (kernel == kg::TensorCoreKernel::kFlash) {
+    ASSERT_TRUE(kg::attention_fa_supported(a)) << what;
+    // Both block shapes whatever the grid size (64 query rows x 32-key chunks; 16 rows with the
+    // 64-key chunks split between the warps, merged at the end), each twice: the same bits.
+    for (int rows : {64, 16}) {
+      const std::string label = what + " " + name(t) + " fa rows " + std::to_string(rows);
+      dout.poison();
+      kg::disentangled_attention_fa(a, nullptr, rows);
+      const std::vector<float> got = dout.floats(t);
+      expect_close(got, want, tol, label);
+      dout.poison();
+      kg::disentangled_attention_fa(a, nullptr, rows);
+      EXPECT_EQ(std::memcmp(got.data(), dout.floats(t).data(), got.size() * 4), 0) << label << ": run twice, other bits";
+    }
+    // The dispatch runs it (tensor cores wherever supported, the flash kernel by default).
+    a.tensor_cores = 1;
+    ASSERT_TRUE(kg::attention_uses_tensor_cores(a)) << what;
+    dout.poison();
+    kg::disentangled_attention(a, nullptr);
+    expect_close(dout.floats(t), want, tol, what + " " + name(t) + " fa via disentangled_attention");
+    return;
+  }
+  ASSERT_TRUE(kg::attention_mma_supported(a)) << what;
   // Both block shapes whatever the grid size: 64 query rows x all keys, and 16 rows with the keys
   // split between the 4 warps (merged at the end).
   for (int key_groups : {1, 4}) {
@@ -537,7 +567,7 @@ void check_attention(const Batch& batch, int heads, int head_dim, DType t, const
 // when staged; the prompt batch (positions restart: several relative windows per tile) and
 // L = 512 (one window per tile, clamped indices).
 TEST_F(Gpu, DisentangledAttentionTensorCoresMatchCpu) {
-  const Batch prompt({128, 77, 1, 200, 33}, 21), long_one({512}, 22, /*contiguous_positions=*/true);
+  const Batch prompt({128, 77, 1, 200, 33}, 21), long_one({512}, 22, Positions::kContiguous);
   for (DType c : {DType::kF16, DType::kBF16}) {
     for (DType t : {c, DType::kF32}) {
       check_attention(prompt, 12, 64, t, "attention 12x64 L=128,77,1,200,33", c);
@@ -585,10 +615,32 @@ TEST_F(Gpu, DisentangledAttentionIsDeterministicAtDemoBatchShapes) {
   }
 }
 
-// The same at the tiny model's shape (small enough for compute-sanitizer --tool racecheck).
+// The flash kernel (16-bit storage computed in its type), both block shapes: restarting,
+// contiguous (L = 512: indices clamped) and scattered positions (beyond rel_rows, not monotonic:
+// windows wider than one per chunk), block-structured masks with a fully masked row, lengths
+// that are not multiples of 16 / 32 / 64, several sequences of different lengths per batch,
+// head_dim 64 and 16 (the tiny model's).
+TEST_F(Gpu, DisentangledAttentionFlashMatchesCpu) {
+  const auto fa = kg::TensorCoreKernel::kFlash;
+  const Batch prompt({128, 77, 1, 200, 33}, 21), long_one({512}, 22, Positions::kContiguous);
+  const Batch odd({17, 63, 65, 129, 191, 2}, 26, Positions::kContiguous), scattered({97, 64, 250, 3, 130}, 27, Positions::kScattered);
+  for (DType c : {DType::kF16, DType::kBF16}) {
+    check_attention(prompt, 12, 64, c, "attention 12x64 L=128,77,1,200,33", c, fa);
+    check_attention(long_one, 12, 64, c, "attention 12x64 L=512 pos 0..511", c, fa);
+    check_attention(odd, 4, 64, c, "attention 4x64 L=17,63,65,129,191,2 contiguous", c, fa);
+    check_attention(scattered, 4, 64, c, "attention 4x64 L=97,64,250,3,130 scattered", c, fa);
+    check_attention(scattered, 4, 16, c, "attention 4x16 L=97,64,250,3,130 scattered", c, fa);
+    check_attention(odd, 4, 16, c, "attention 4x16 L=17,63,65,129,191,2 contiguous", c, fa);
+  }
+}
+
+// The same at the tiny model's shape (small enough for compute-sanitizer --tool racecheck), the
+// WMMA kernel and, on 16-bit storage, the flash kernel.
 TEST_F(Gpu, DisentangledAttentionTensorCoresTinyModel) {
-  for (DType c : {DType::kF16, DType::kBF16})
+  for (DType c : {DType::kF16, DType::kBF16}) {
     for (DType t : {c, DType::kF32}) check_attention(Batch({40, 9}, 23), 4, 16, t, "attention 4x16 (tiny model)", c);
+    check_attention(Batch({40, 9}, 23), 4, 16, c, "attention 4x16 (tiny model)", c, kg::TensorCoreKernel::kFlash);
+  }
 }
 
 TEST_F(Gpu, DisentangledAttentionMatchesCpuOnPackedPromptBatch) {
@@ -597,7 +649,7 @@ TEST_F(Gpu, DisentangledAttentionMatchesCpuOnPackedPromptBatch) {
 }
 
 TEST_F(Gpu, DisentangledAttentionClampsRelativePositionsAtL512) {
-  const Batch batch({512}, 22, /*contiguous_positions=*/true);  // |pos_i - pos_j| up to 511 > 256
+  const Batch batch({512}, 22, Positions::kContiguous);  // |pos_i - pos_j| up to 511 > 256
   for (DType t : kTypes) check_attention(batch, 12, 64, t, "attention 12x64 L=512 pos 0..511");
 }
 

@@ -29,6 +29,9 @@
 #include "tensor/half.h"
 #include "rexnlu/error.h"
 #include "random_values.h"
+#if REXNLU_HAVE_CUDA
+#include "backends/cuda/cuda_backend.h"
+#endif
 
 namespace rexnlu::ops {
 namespace {
@@ -1019,6 +1022,35 @@ TEST_P(Ops16Test, DisentangledAttentionOnSixteenBits) {
     a.out = out32.mutable_ref();
     EXPECT_THROW(disentangled_attention(be(), a), Error);
   }
+}
+
+// REXNLU_CUDA_ATTENTION picks the tensor-core attention kernel (fa: the flash kernel where it
+// applies, the default; wmma); any other value is refused, naming the variable and the value.
+TEST(CudaAttentionKernel, EnvironmentVariableIsReadAndChecked) {
+#if REXNLU_HAVE_CUDA
+  const auto devices = backends::available_devices();
+  if (std::find(devices.begin(), devices.end(), Device::kCuda) == devices.end()) GTEST_SKIP() << "no usable GPU";
+  using backends::cuda::CudaBackend;
+  using backends::cuda::TensorCoreKernel;
+  const LoadOptions options{Device::kCuda, Precision::kFloat16, 0};
+  setenv("REXNLU_CUDA_ATTENTION", "flash", 1);
+  try {
+    auto be = backends::make_backend(options);
+    ADD_FAILURE() << "REXNLU_CUDA_ATTENTION=flash accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("REXNLU_CUDA_ATTENTION=flash"), std::string::npos) << e.what();
+  }
+  for (auto [value, kernel] : {std::pair{"wmma", TensorCoreKernel::kWmma}, {"fa", TensorCoreKernel::kFlash}}) {
+    setenv("REXNLU_CUDA_ATTENTION", value, 1);
+    auto be = backends::make_backend(options);
+    EXPECT_EQ(CudaBackend::of(*be).attention_kernel(), kernel) << value;
+  }
+  unsetenv("REXNLU_CUDA_ATTENTION");
+  auto be = backends::make_backend(options);
+  EXPECT_EQ(CudaBackend::of(*be).attention_kernel(), TensorCoreKernel::kFlash);
+#else
+  GTEST_SKIP() << "built without CUDA";
+#endif
 }
 
 TEST_P(Ops16Test, Conv1dK3OnSixteenBitsPerSequence) {

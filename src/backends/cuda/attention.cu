@@ -10,6 +10,7 @@
 // and P·V. fp32 arithmetic throughout (CUDA cores).
 #include <string>
 
+#include "backends/cuda/attention_fa.h"
 #include "backends/cuda/attention_mma.h"
 #include "backends/cuda/ops.h"
 #include "backends/cuda/types.cuh"
@@ -232,7 +233,8 @@ void launch(const AttentionArgs& a, cudaStream_t stream) {
   check(cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device), "cuda::disentangled_attention");
   check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cuda::disentangled_attention");
   if (attention_uses_tensor_cores(a)) {
-    disentangled_attention_mma(a, stream);
+    if (a.tc_kernel == TensorCoreKernel::kFlash && attention_fa_supported(a)) disentangled_attention_fa(a, stream);
+    else disentangled_attention_mma(a, stream);
     return;
   }
   const long blocks16 = static_cast<long>((a.batch.max_length + 15) / 16) * a.num_heads * a.batch.num_sequences;

@@ -48,6 +48,13 @@ struct CudaBackend::Graph {
 
 CudaBackend::CudaBackend(int device_index, Precision precision)
     : Backend(Device::kCuda, checked(device_index, precision), device_allocator()), index_(device_index) {
+  // Read first: a bad value throws before anything is created.
+  if (const char* k = std::getenv("REXNLU_CUDA_ATTENTION"); k != nullptr && *k != 0) {
+    const std::string kernel(k);
+    if (kernel != "fa" && kernel != "wmma")
+      throw InputError("REXNLU_CUDA_ATTENTION=" + kernel + ": expected fa (the flash kernel where it applies, the default) or wmma");
+    attention_kernel_ = kernel == "fa" ? TensorCoreKernel::kFlash : TensorCoreKernel::kWmma;
+  }
   name_ = cuda::describe(probe_device(index_));
   check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
   blas_ = std::make_unique<Blas>();

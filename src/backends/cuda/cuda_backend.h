@@ -22,6 +22,7 @@
 #include "backends/backend.h"
 #include "backends/cuda/common.h"
 #include "backends/cuda/gemm.h"
+#include "backends/cuda/ops.h"
 
 namespace rexnlu::backends::cuda {
 
@@ -57,6 +58,10 @@ class CudaBackend final : public Backend {
   // Where the attention uses the tensor-core kernel (AttentionArgs::tensor_cores): -1 auto (default),
   // REXNLU_CUDA_MMA_ATTENTION=0 never, =1 wherever supported (for tests and as a fallback).
   int attention_tensor_cores() const { return attention_tensor_cores_; }
+  // Which tensor-core kernel (AttentionArgs::tc_kernel): the flash kernel where it applies
+  // (default, REXNLU_CUDA_ATTENTION=fa) or always the WMMA one (REXNLU_CUDA_ATTENTION=wmma);
+  // another value throws from the constructor.
+  TensorCoreKernel attention_kernel() const { return attention_kernel_; }
   // Enqueues a product on the stream with this backend's cuBLASLt workspace.
   void gemm(const GemmArgs& args);
   // One packed sequence of `length` rows as a DeviceBatch (offsets in the workspace: call inside
@@ -80,6 +85,7 @@ class CudaBackend final : public Backend {
   bool graphs_enabled_ = true;
   bool fp32_activations_ = false;  // true with REXNLU_CUDA_16BIT_ACTIVATIONS=0
   int attention_tensor_cores_ = -1;
+  TensorCoreKernel attention_kernel_ = TensorCoreKernel::kFlash;
 };
 
 }  // namespace rexnlu::backends::cuda

@@ -49,17 +49,24 @@ void conv1d_k3_combine(DType taps_type, DType y_type, const void* taps, const De
 // and head of a packed batch in ONE launch, fused: the c2p and p2c terms are computed inside the
 // kernel from the Qr/Kr rows a query tile and key chunk need and gathered there; scores never
 // leave shared memory (no L x L or L x 2k tensor in global memory).
+// The tensor-core kernel to run where the tensor cores are chosen (AttentionArgs::tc_kernel):
+// kFlash = the flash kernel (attention_fa.cu) wherever it applies (16-bit storage computed in
+// that type, head_dim 64 or 16), else the WMMA kernel; kWmma = always the WMMA kernel
+// (attention_mma.cu). CudaBackend: REXNLU_CUDA_ATTENTION=fa|wmma.
+enum class TensorCoreKernel { kFlash, kWmma };
 struct AttentionArgs {
   DType type = DType::kF32;  // of q, k, v, q_rel, k_rel, out
   // Arithmetic of the products. F32: CUDA cores, any storage type. F16 / BF16: tensor cores
   // (attention_mma.cu: sm_80+ with 150 KB of shared memory per block, i.e. sm_80 and sm_90, not
   // sm_86/89; head_dim 64 or 16, storage F32 or the same type; the inputs are
-  // rounded to it when staged and the probabilities once more before P·V): F16 wherever it
+  // rounded to it when staged and the probabilities once more before P·V; with 16-bit storage
+  // computed in that type the flash kernel attention_fa.cu, see tc_kernel): F16 wherever it
   // applies, BF16 where its grid fills the GPU (see attention.cu); else the F32 kernel.
   DType compute = DType::kF32;
   // Where the tensor-core kernel runs (compute F16/BF16 only): -1 where its grid fills the GPU
   // (the default), 0 never, 1 wherever it is supported (CudaBackend: REXNLU_CUDA_MMA_ATTENTION).
   int tensor_cores = -1;
+  TensorCoreKernel tc_kernel = TensorCoreKernel::kFlash;
   DeviceBatch batch;
   int num_heads = 0;
   int head_dim = 0;  // 16, 32, 64 or 128
@@ -80,8 +87,8 @@ struct AttentionArgs {
 // the longest sequence needs more shared memory than the device has: the score rows take
 // 8 x L floats, so at head_dim 64 L = 512 needs 60 KB (fits sm_75's 64 KB), larger L needs sm_80+.
 void disentangled_attention(const AttentionArgs& args, cudaStream_t stream);
-// Whether disentangled_attention(args) runs the tensor-core kernel (attention_mma.cu) on the
-// current device.
+// Whether disentangled_attention(args) runs a tensor-core kernel (attention_fa.cu or
+// attention_mma.cu, see tc_kernel) on the current device.
 bool attention_uses_tensor_cores(const AttentionArgs& args);
 
 // The link head's scores (as models::RexLinkHead computes them): Z_b = q_b · k_b^T per sequence, fp32, with

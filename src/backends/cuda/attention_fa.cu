@@ -1,0 +1,644 @@
+// Flash-attention style fused disentangled attention on the tensor cores (raw mma.sync
+// m16n8k16, sm_80+) for 16-bit storage computed in that type, head_dim 64 or 16. Semantics as
+// attention.cu and the CPU kernel:
+//   S[i,j] = (Q_i·K_j + Q_i·Kr[idx] + K_j·Qr[idx]) / s,  idx = clamp(pos_i - pos_j + rel_rows/2, 0, rel_rows-1)
+//   P = XSoftmax(S, mask);  out_i = sum_j P[i,j] V_j
+// One block = one sequence, one head, 4 warps, two shapes (Shape<D, WQ>; at head_dim 64 about
+// 93 KB (WQ = 4) and 99 KB (WQ = 1) of shared memory and 218 / 208 registers: 2 blocks per SM):
+//   WQ = 4: 64 query rows, warp w owns rows [16w, 16w+16) and all 32 keys of each chunk;
+//   WQ = 1: 16 query rows, warp w owns keys [16w, 16w+16) of each 64-key chunk; the four
+//           (max, sum, O) of a row are merged at the end (small grids).
+// Per chunk: S = Q·K^T in fp32 accumulators (Q's A fragments stay in registers); then for each
+// window of relative rows the tile x chunk indexes (one window when positions run contiguously):
+// C2P = Q·Kr_win^T (each warp the 16-row window tiles its own rows and keys index) into a per-warp
+// fp32 buffer, P2C = K·Qr_win^T (the chunk's 16-key tiles x the window tiles the block's rows
+// index; shared by the block when WQ = 4, each warp its own key tile when WQ = 1) into an fp32
+// buffer (WQ = 1: the warp's c2p buffer again, once its C2P terms are gathered), and every
+// accumulator element gathers c2p[i][idx] + p2c[j][idx]; then the mask and an
+// online softmax in registers (row max and sum over the quad of lanes that holds a row), P
+// converted to A fragments in registers and O += P·V (ldmatrix.trans of V).
+// Loads: cp.async 16-byte copies; K, V and key positions are double buffered (the next chunk
+// is fetched while this one is computed); the relative rows live in a ring (row r at slot
+// r % kRing) that keeps the rows shared by consecutive chunks' windows and fetches the next
+// chunk's new rows during this one where they cannot overwrite rows in use (always when
+// positions are contiguous); other windows (restarted or scattered positions) are fetched when
+// needed. Masks and key positions of the next chunks are loaded into registers ahead of use.
+// Products accumulate in fp32; P is rounded to the 16-bit type before P·V (as flash attention
+// and the WMMA kernel do). Masked entries are excluded by selection (never arithmetic on -inf),
+// padded keys read zero-filled K/V rows, and a row with no kept key is all zeros.
+#include <climits>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+#include "backends/cuda/attention_fa.h"
+#include "backends/cuda/types.cuh"
+#include "rexnlu/error.h"
+
+namespace rexnlu::backends::cuda {
+
+namespace {
+
+constexpr int kWarps = 4;
+constexpr int kThreads = 32 * kWarps;
+constexpr unsigned kFull = 0xffffffffu;
+
+template <int D, int WQ>
+struct Shape {
+  static constexpr int kWK = kWarps / WQ;          // warps sharing a row tile (key split)
+  static constexpr int kKW = WQ == 4 ? 32 : 16;    // keys per warp per chunk
+  static constexpr int kBk = kKW * kWK;            // keys per chunk: 32 or 64
+  static constexpr int kBq = 16 * WQ;              // query rows per block
+  static constexpr int kRw = kBq + kBk;            // relative rows per window (>= kBq + kBk - 1, multiple of 16)
+  static constexpr int kRing = kBq + 2 * kBk;      // ring slots: a window and the next (contiguous) one
+  static constexpr int kLdh = D + 8;               // 16-bit row pitch (ldmatrix rows on distinct banks)
+  static constexpr int kLdf = kRw + 8;             // fp32 pitch of c2p / p2c (= 8 mod 32: float2 stores conflict-free)
+  static constexpr int kNt = kKW / 8;              // n8 tiles of S per warp
+  static constexpr int kKd = D / 16;               // k16 steps over the head dimension
+  static constexpr int kKt = kBk / 16;             // 16-key tiles per chunk
+  static constexpr int kPr = D / 8;                // 16-byte pieces per row
+  // Shared memory, bytes.
+  static constexpr int k = 0;                                  // [2][kBk][kLdh] K chunks
+  static constexpr int v = k + 2 * kBk * kLdh * 2;             // [2][kBk][kLdh] V chunks
+  static constexpr int kr = v + 2 * kBk * kLdh * 2;            // [kRing][kLdh] Kr ring
+  static constexpr int qr = kr + kRing * kLdh * 2;             // [kRing][kLdh] Qr ring
+  static constexpr int posk = qr + kRing * kLdh * 2;           // [2][kBk] key positions
+  // p2c: [kBk][kLdf] fp32 where WQ = 4; where WQ = 1, warp w's key rows [16w, 16w+16) of it are
+  // its own c2p buffer, used for C2P first and then for P2C (gathered one after the other).
+  static constexpr int p2c = posk + 2 * kBk * 4;
+  static constexpr int c2p = p2c + (kWK == 1 ? kBk * kLdf * 4 : 0);  // [4][16][kLdf] fp32; the Q tile before the loop
+  static constexpr int bytes = c2p + kWarps * 16 * kLdf * 4;
+  // After the loop (WQ = 1): every warp's O rows and (max, sum) per row.
+  static constexpr int kLdo = D + 4;
+  static constexpr int merge_ml = kWarps * 16 * kLdo * 4;
+  static_assert(merge_ml + kWarps * 16 * 8 <= bytes, "merge area");
+  static_assert(kBq * kLdh * 2 <= kWarps * 16 * kLdf * 4, "Q tile area");
+  static_assert(v % 16 == 0 && kr % 16 == 0 && qr % 16 == 0 && posk % 16 == 0 && p2c % 16 == 0 && c2p % 16 == 0,
+                "16-byte alignment");
+  static_assert(kLdf % 32 == 8 || kLdf % 32 == 24, "c2p/p2c pitch");
+};
+
+__device__ __forceinline__ uint32_t smem_addr(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
+
+// 16 bytes global -> shared, zeros where !full (src must still be a valid address).
+__device__ __forceinline__ void cp16(uint32_t dst, const void* src, bool full) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(full ? 16 : 0));
+}
+__device__ __forceinline__ void cp4(uint32_t dst, const void* src, bool full) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(full ? 4 : 0));
+}
+__device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+__device__ __forceinline__ void cp_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
+
+__device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+__device__ __forceinline__ void ldsm_x4_t(uint32_t (&r)[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+// d += a · b (m16n8k16, fp32 accumulators).
+template <typename T>
+__device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  if constexpr (std::is_same_v<T, __half>) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  } else {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+}
+
+// Two floats as a 16-bit pair, the first in the low half (the lower column of a fragment).
+template <typename T>
+__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
+  if constexpr (std::is_same_v<T, __half>) {
+    const __half2 h = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<const uint32_t*>(&h);
+  } else {
+    const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<const uint32_t*>(&h);
+  }
+}
+
+__device__ __forceinline__ float exp2_approx(float x) {  // 2^x; 2^-inf = +0
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
+__device__ __forceinline__ int clamp_rel(int x, int rel_rows) { return min(max(x, 0), rel_rows - 1); }
+
+template <typename T, int D, int WQ>
+__global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  using S = Shape<D, WQ>;
+  constexpr int kWK = S::kWK, kKW = S::kKW, kBk = S::kBk, kBq = S::kBq, kRw = S::kRw, kRing = S::kRing;
+  constexpr int kLdh = S::kLdh, kLdf = S::kLdf, kNt = S::kNt, kKd = S::kKd, kKt = S::kKt, kPr = S::kPr;
+  constexpr int kKu = kBk / 32;  // key positions per lane per chunk
+  extern __shared__ __align__(128) unsigned char smem[];
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int wq = WQ == 4 ? warp : 0;  // the warp's 16-row tile
+  const int kw = WQ == 4 ? 0 : warp;  // the warp's keys within a chunk: [kw * kKW, kw * kKW + kKW)
+  const int g = lane >> 2, qd = lane & 3;
+
+  const int b = blockIdx.z, h = blockIdx.y, i0 = blockIdx.x * kBq;
+  const int row0 = a.batch.offsets[b];
+  const int L = a.batch.offsets[b + 1] - row0;
+  if (i0 >= L) return;
+  const int nq = min(kBq, L - i0);
+  const int half = a.rel_rows / 2, R = a.rel_rows;
+  const float sl2 = 1.4426950408889634f / a.scale;  // log2(e) / s: the softmax in base 2
+  const size_t ld = a.ld_qkv, ldr = a.ld_rel;
+  const T* q = static_cast<const T*>(a.q) + static_cast<size_t>(row0) * ld + h * D;
+  const T* k = static_cast<const T*>(a.k) + static_cast<size_t>(row0) * ld + h * D;
+  const T* v = static_cast<const T*>(a.v) + static_cast<size_t>(row0) * ld + h * D;
+  const T* q_rel = static_cast<const T*>(a.q_rel) + h * D;
+  const T* k_rel = static_cast<const T*>(a.k_rel) + h * D;
+  const int32_t* pos = a.batch.position_ids + row0;
+  const uint8_t* mask = a.batch.masks + a.batch.mask_offsets[b];
+  const uint32_t sbase = smem_addr(smem);
+  float* c2p = reinterpret_cast<float*>(smem + S::c2p) + warp * 16 * kLdf;
+  float* p2c = reinterpret_cast<float*>(smem + (kWK == 1 ? S::p2c : S::c2p));  // WQ = 1: row 16w + r = warp w's c2p row r
+  const int* posk_s = reinterpret_cast<const int*>(smem + S::posk);
+
+  // ---- copies -------------------------------------------------------------------------------
+  // K, V rows and positions of chunk c into buffer `buf` (rows past L zero-filled).
+  const auto fetch_chunk = [&](int c, int buf) {
+    const int j0 = c * kBk;
+    for (int e = tid; e < kBk * kPr; e += kThreads) {
+      const int r = e / kPr, p = e % kPr;
+      const bool ok = j0 + r < L;
+      const size_t src = static_cast<size_t>(ok ? j0 + r : 0) * ld + p * 8;
+      const uint32_t off = ((buf * kBk + r) * kLdh + p * 8) * 2;
+      cp16(sbase + S::k + off, k + src, ok);
+      cp16(sbase + S::v + off, v + src, ok);
+    }
+    if (tid < kBk) cp4(sbase + S::posk + (buf * kBk + tid) * 4, pos + min(j0 + tid, L - 1), j0 + tid < L);
+  };
+  // The ring holds relative rows [ring_lo, ring_hi] (empty: 0, -1); block-uniform bookkeeping.
+  int ring_lo = 0, ring_hi = -1;
+  const auto fetch_rel_rows = [&](int lo, int hi) {  // rows [lo, hi] (none if lo > hi)
+    const int n = hi - lo + 1;
+    for (int e = tid; e < n * kPr; e += kThreads) {
+      const int r = lo + e / kPr, p = e % kPr;
+      const uint32_t off = ((r % kRing) * kLdh + p * 8) * 2;
+      const size_t src = static_cast<size_t>(r) * ldr + p * 8;
+      cp16(sbase + S::kr + off, k_rel + src, true);
+      cp16(sbase + S::qr + off, q_rel + src, true);
+    }
+  };
+  // Enqueues the rows of [lo, hi] (a span <= kRw) the ring lacks. Rows of [lo, hi] get distinct
+  // slots; rows outside it may be overwritten (the caller makes sure none of those is in use).
+  const auto fetch_window = [&](int lo, int hi) {
+    fetch_rel_rows(lo, min(hi, ring_lo - 1));
+    fetch_rel_rows(max(lo, ring_hi + 1), hi);
+    const bool joins = ring_lo <= ring_hi && hi >= ring_lo - 1 && lo <= ring_hi + 1 &&
+                       max(hi, ring_hi) - min(lo, ring_lo) + 1 <= kRing;
+    if (joins) ring_lo = min(lo, ring_lo), ring_hi = max(hi, ring_hi);
+    else ring_lo = lo, ring_hi = hi;
+  };
+
+  // ---- prologue -----------------------------------------------------------------------------
+  // Q tile (zero rows past nq) into the c2p area (loaded into fragments before the first c2p) and
+  // chunk 0, enqueued before the positions are read (the first window needs them).
+  for (int e = tid; e < kBq * kPr; e += kThreads) {
+    const int r = e / kPr, p = e % kPr;
+    cp16(sbase + S::c2p + (r * kLdh + p * 8) * 2, q + static_cast<size_t>(min(i0 + r, L - 1)) * ld + p * 8, r < nq);
+  }
+  fetch_chunk(0, 0);
+  // Query positions: the block's range, the warp's range, the thread's two rows.
+  int qmn = INT_MAX, qmx = INT_MIN, wqmn = INT_MAX, wqmx = INT_MIN;
+  for (int r = lane; r < nq; r += 32) {
+    const int p = pos[i0 + r];
+    qmn = min(qmn, p), qmx = max(qmx, p);
+    if (r >= 16 * wq && r < 16 * wq + 16) wqmn = min(wqmn, p), wqmx = max(wqmx, p);
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    qmn = min(qmn, __shfl_xor_sync(kFull, qmn, o)), qmx = max(qmx, __shfl_xor_sync(kFull, qmx, o));
+    wqmn = min(wqmn, __shfl_xor_sync(kFull, wqmn, o)), wqmx = max(wqmx, __shfl_xor_sync(kFull, wqmx, o));
+  }
+  const bool warp_rows = wqmn <= wqmx;  // the warp has a valid row
+  int pq[2];
+#pragma unroll
+  for (int rr = 0; rr < 2; ++rr) pq[rr] = pos[i0 + min(16 * wq + g + 8 * rr, nq - 1)];
+
+  // Key positions: raw values of a chunk per lane (keys c*kBk + 32u + lane), then the range of
+  // each 16-key tile (INT_MAX / INT_MIN when it holds no key).
+  const auto load_pos = [&](int c, int (&raw)[kKu]) {
+#pragma unroll
+    for (int u = 0; u < kKu; ++u) raw[u] = pos[min(c * kBk + 32 * u + lane, L - 1)];
+  };
+  const auto tile_ranges = [&](int c, const int (&raw)[kKu], int (&tmn)[kKt], int (&tmx)[kKt]) {
+#pragma unroll
+    for (int u = 0; u < kKu; ++u) {
+      const bool ok = c * kBk + 32 * u + lane < L;
+      int mn = ok ? raw[u] : INT_MAX, mx = ok ? raw[u] : INT_MIN;
+#pragma unroll
+      for (int o = 8; o > 0; o >>= 1)
+        mn = min(mn, __shfl_xor_sync(kFull, mn, o)), mx = max(mx, __shfl_xor_sync(kFull, mx, o));
+      tmn[2 * u] = __shfl_sync(kFull, mn, 0), tmn[2 * u + 1] = __shfl_sync(kFull, mn, 16);
+      tmx[2 * u] = __shfl_sync(kFull, mx, 0), tmx[2 * u + 1] = __shfl_sync(kFull, mx, 16);
+    }
+  };
+  // Mask bytes of the thread's accumulator elements of chunk c (0 for rows / keys past L).
+  const auto load_mask = [&](int c, uint32_t (&mk)[2][kNt][2]) {
+#pragma unroll
+    for (int rr = 0; rr < 2; ++rr) {
+      const int il = 16 * wq + g + 8 * rr;
+      const uint8_t* mrow = mask + static_cast<size_t>(i0 + min(il, nq - 1)) * L;
+#pragma unroll
+      for (int n = 0; n < kNt; ++n)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int j = c * kBk + kw * kKW + 8 * n + 2 * qd + e;
+          mk[rr][n][e] = il < nq && j < L ? mrow[j] : 0u;
+        }
+    }
+  };
+
+  const int nc = (L + kBk - 1) / kBk;
+  int raw[kKu], ctmn[kKt], ctmx[kKt];
+  load_pos(0, raw);
+  tile_ranges(0, raw, ctmn, ctmx);
+  if (nc > 1) load_pos(1, raw);
+  uint32_t mk_next[2][kNt][2];
+  load_mask(0, mk_next);
+  {
+    int kmn = ctmn[0], kmx = ctmx[0];
+#pragma unroll
+    for (int t = 1; t < kKt; ++t) kmn = min(kmn, ctmn[t]), kmx = max(kmx, ctmx[t]);
+    const int lo = clamp_rel(qmn - kmx + half, R), hi = clamp_rel(qmx - kmn + half, R);
+    fetch_window(lo, min(hi, lo + kRw - 1));
+  }
+  cp_commit();
+
+  uint32_t qf[kKd][4];  // the warp's 16 query rows as A fragments
+  float o[D / 8][4];    // O of the warp's rows (keys of its share), unnormalised
+#pragma unroll
+  for (int n = 0; n < D / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
+  float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};  // base-2 max, thread's part of the sum
+
+  for (int c = 0; c < nc; ++c) {
+    const int cur = c & 1;
+    int kmn = ctmn[0], kmx = ctmx[0];
+#pragma unroll
+    for (int t = 1; t < kKt; ++t) kmn = min(kmn, ctmn[t]), kmx = max(kmx, ctmx[t]);
+    // The warp's keys' range (WQ = 1: its own 16-key tile).
+    int wkmn = kmn, wkmx = kmx;
+    if constexpr (kWK > 1) {
+#pragma unroll
+      for (int t = 0; t < kKt; ++t)
+        if (t == kw) wkmn = ctmn[t], wkmx = ctmx[t];
+    }
+    const int rlo = clamp_rel(qmn - kmx + half, R), rhi = clamp_rel(qmx - kmn + half, R);
+    const int nsub = (rhi - rlo) / kRw + 1;
+
+    cp_wait_all();
+    __syncthreads();  // chunk c and its first window landed; everyone is done with chunk c-1
+    if (c == 0) {
+#pragma unroll
+      for (int kk = 0; kk < kKd; ++kk)
+        ldsm_x4(qf[kk], sbase + S::c2p + ((16 * wq + (lane & 15)) * kLdh + kk * 16 + (lane >> 4) * 8) * 2);
+      __syncthreads();  // the Q tile is read before any c2p is written over it
+    }
+    if (rlo < ring_lo || min(rhi, rlo + kRw - 1) > ring_hi) {  // not fetched ahead
+      fetch_window(rlo, min(rhi, rlo + kRw - 1));
+      cp_commit();
+      cp_wait_all();
+      __syncthreads();
+    }
+    // Fetch chunk c+1 (and its first window where it cannot overwrite rows this one reads).
+    int ntmn[kKt], ntmx[kKt];
+#pragma unroll
+    for (int t = 0; t < kKt; ++t) ntmn[t] = ctmn[t], ntmx[t] = ctmx[t];
+    if (c + 1 < nc) {
+      tile_ranges(c + 1, raw, ntmn, ntmx);
+      if (c + 2 < nc) load_pos(c + 2, raw);
+      fetch_chunk(c + 1, cur ^ 1);
+      if (nsub == 1) {
+        int nmn = ntmn[0], nmx = ntmx[0];
+#pragma unroll
+        for (int t = 1; t < kKt; ++t) nmn = min(nmn, ntmn[t]), nmx = max(nmx, ntmx[t]);
+        const int lo = clamp_rel(qmn - nmx + half, R), hi = min(clamp_rel(qmx - nmn + half, R), lo + kRw - 1);
+        if (max(hi, rhi) - min(lo, rlo) + 1 <= kRing) fetch_window(lo, hi);
+      }
+      cp_commit();
+    }
+    uint32_t mk[2][kNt][2];
+#pragma unroll
+    for (int rr = 0; rr < 2; ++rr)
+#pragma unroll
+      for (int n = 0; n < kNt; ++n) mk[rr][n][0] = mk_next[rr][n][0], mk[rr][n][1] = mk_next[rr][n][1];
+    if (c + 1 < nc) load_mask(c + 1, mk_next);
+
+    // S = Q·K^T over the warp's keys.
+    const uint32_t kbuf = sbase + S::k + cur * kBk * kLdh * 2;
+    const uint32_t vbuf = sbase + S::v + cur * kBk * kLdh * 2;
+    float s[kNt][4];
+#pragma unroll
+    for (int n = 0; n < kNt; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
+#pragma unroll
+    for (int n2 = 0; n2 < kNt / 2; ++n2) {
+      const uint32_t row = kbuf + ((kw * kKW + 16 * n2 + (lane & 7) + (lane >> 4) * 8) * kLdh + ((lane >> 3) & 1) * 8) * 2;
+#pragma unroll
+      for (int kk = 0; kk < kKd; ++kk) {
+        uint32_t bb[4];
+        ldsm_x4(bb, row + kk * 32);
+        mma<T>(s[2 * n2], qf[kk], bb[0], bb[1]);
+        mma<T>(s[2 * n2 + 1], qf[kk], bb[2], bb[3]);
+      }
+    }
+    // Key positions of the thread's columns.
+    int pk[kNt][2];
+#pragma unroll
+    for (int n = 0; n < kNt; ++n)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) pk[n][e] = posk_s[cur * kBk + kw * kKW + 8 * n + 2 * qd + e];
+
+    // Position terms, window by window.
+    for (int sub = 0; sub < nsub; ++sub) {
+      const int r0 = rlo + sub * kRw, nr = min(kRw, rhi - r0 + 1);
+      if (sub > 0) {  // a further window: nobody reads the ring, c2p or p2c any more, then fetch
+        __syncthreads();
+        if (r0 < ring_lo || r0 + nr - 1 > ring_hi) {
+          fetch_window(r0, r0 + nr - 1);
+          cp_commit();
+          cp_wait_all();
+          __syncthreads();
+        }
+      }
+      // Ring row address of window row r0 + rw for this lane's ldmatrix row (B operand layout).
+      const auto ring_row = [&](int tile) {
+        const int r = r0 + 16 * tile + (lane & 7) + (lane >> 4) * 8;
+        return static_cast<uint32_t>(((r % kRing) * kLdh + ((lane >> 3) & 1) * 8) * 2);
+      };
+      // C2P of the warp's rows: the window tiles its rows x keys index.
+      const auto c2p_tiles = [&] {
+        if (!warp_rows || wkmn > wkmx) return;
+        const int lo = max(clamp_rel(wqmn - wkmx + half, R) - r0, 0);
+        const int hi = min(clamp_rel(wqmx - wkmn + half, R) - r0, nr - 1);
+        for (int t = lo >> 4; lo <= hi && t <= hi >> 4; ++t) {
+          float acc[2][4] = {};
+          const uint32_t addr = sbase + S::kr + ring_row(t);
+#pragma unroll
+          for (int kk = 0; kk < kKd; ++kk) {
+            uint32_t bb[4];
+            ldsm_x4(bb, addr + kk * 32);
+            mma<T>(acc[0], qf[kk], bb[0], bb[1]);
+            mma<T>(acc[1], qf[kk], bb[2], bb[3]);
+          }
+#pragma unroll
+          for (int m = 0; m < 2; ++m) {
+            const int col = 16 * t + 8 * m + 2 * qd;
+            *reinterpret_cast<float2*>(c2p + g * kLdf + col) = make_float2(acc[m][0], acc[m][1]);
+            *reinterpret_cast<float2*>(c2p + (g + 8) * kLdf + col) = make_float2(acc[m][2], acc[m][3]);
+          }
+        }
+      };
+      // P2C: (16-key tile kt) x (window tile t) items; WQ = 4 deals the chunk's items round the
+      // warps, WQ = 1 gives each warp its own key tile.
+      const auto p2c_items = [&] {
+        int tlo[kKt], tn[kKt], items = 0;
+#pragma unroll
+        for (int t = 0; t < kKt; ++t) {
+          tlo[t] = 0, tn[t] = 0;
+          if (ctmn[t] > ctmx[t] || (kWK > 1 && t != kw)) continue;
+          const int lo = max(clamp_rel(qmn - ctmx[t] + half, R) - r0, 0);
+          const int hi = min(clamp_rel(qmx - ctmn[t] + half, R) - r0, nr - 1);
+          if (lo > hi) continue;
+          tlo[t] = lo >> 4, tn[t] = (hi >> 4) - (lo >> 4) + 1;
+          items += tn[t];
+        }
+        for (int it = kWK > 1 ? 0 : warp; it < items; it += kWK > 1 ? 1 : kWarps) {
+          // item it -> (key tile kt, window tile t): tiles in order, tn[u] items each
+          int kt = 0, t = it, base = 0;
+#pragma unroll
+          for (int u = 0; u + 1 < kKt; ++u)
+            if (kt == u && t >= tn[u]) t -= tn[u], kt = u + 1;
+#pragma unroll
+          for (int u = 0; u < kKt; ++u)
+            if (u == kt) base = tlo[u];
+          t += base;
+          float acc[2][4] = {};
+          const uint32_t ka = kbuf + ((16 * kt + (lane & 15)) * kLdh + (lane >> 4) * 8) * 2;
+          const uint32_t addr = sbase + S::qr + ring_row(t);
+#pragma unroll
+          for (int kk = 0; kk < kKd; ++kk) {
+            uint32_t af[4], bb[4];
+            ldsm_x4(af, ka + kk * 32);
+            ldsm_x4(bb, addr + kk * 32);
+            mma<T>(acc[0], af, bb[0], bb[1]);
+            mma<T>(acc[1], af, bb[2], bb[3]);
+          }
+#pragma unroll
+          for (int m = 0; m < 2; ++m) {
+            const int col = 16 * t + 8 * m + 2 * qd;
+            *reinterpret_cast<float2*>(p2c + (16 * kt + g) * kLdf + col) = make_float2(acc[m][0], acc[m][1]);
+            *reinterpret_cast<float2*>(p2c + (16 * kt + g + 8) * kLdf + col) = make_float2(acc[m][2], acc[m][3]);
+          }
+        }
+      };
+      // Gather: each accumulator element adds its terms (pairs that index this window).
+      const auto gather = [&](bool add_c2p, bool add_p2c) {
+#pragma unroll
+        for (int rr = 0; rr < 2; ++rr)
+#pragma unroll
+          for (int n = 0; n < kNt; ++n)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+              const int idx = clamp_rel(pq[rr] - pk[n][e] + half, R) - r0;
+              const int jl = kw * kKW + 8 * n + 2 * qd + e;
+              if (static_cast<unsigned>(idx) < static_cast<unsigned>(nr))
+                s[n][2 * rr + e] += (add_c2p ? c2p[(g + 8 * rr) * kLdf + idx] : 0.0f) + (add_p2c ? p2c[jl * kLdf + idx] : 0.0f);
+            }
+      };
+      if constexpr (kWK == 1) {
+        c2p_tiles();
+        p2c_items();
+        __syncthreads();  // every warp gathers every key's p2c
+        gather(true, true);
+      } else {  // one buffer per warp: C2P, its gather, then P2C, its gather
+        c2p_tiles();
+        __syncwarp();
+        gather(true, false);
+        __syncwarp();
+        p2c_items();
+        __syncwarp();
+        gather(false, true);
+      }
+    }
+
+    // Mask and online softmax (base 2), rows g and g+8 (a quad of lanes per row).
+#pragma unroll
+    for (int rr = 0; rr < 2; ++rr) {
+      float mx = -INFINITY;
+#pragma unroll
+      for (int n = 0; n < kNt; ++n)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const float x = mk[rr][n][e] != 0u ? s[n][2 * rr + e] * sl2 : -INFINITY;
+          s[n][2 * rr + e] = x;
+          mx = fmaxf(mx, x);
+        }
+      mx = fmaxf(mx, __shfl_xor_sync(kFull, mx, 1));
+      mx = fmaxf(mx, __shfl_xor_sync(kFull, mx, 2));
+      const float m_new = fmaxf(m_run[rr], mx);
+      const float alpha = m_new == -INFINITY ? 1.0f : exp2_approx(m_run[rr] - m_new);
+      float sum = 0.0f;
+#pragma unroll
+      for (int n = 0; n < kNt; ++n)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const float x = s[n][2 * rr + e];
+          const float p = x == -INFINITY ? 0.0f : exp2_approx(x - m_new);
+          s[n][2 * rr + e] = p;
+          sum += p;
+        }
+      l_run[rr] = l_run[rr] * alpha + sum;
+      m_run[rr] = m_new;
+#pragma unroll
+      for (int n = 0; n < D / 8; ++n) o[n][2 * rr] *= alpha, o[n][2 * rr + 1] *= alpha;
+    }
+    // O += P·V: P's accumulators become A fragments (16 keys per k-step), V via ldmatrix.trans.
+#pragma unroll
+    for (int ks = 0; ks < kKW / 16; ++ks) {
+      uint32_t pa[4];
+      pa[0] = pack2<T>(s[2 * ks][0], s[2 * ks][1]);
+      pa[1] = pack2<T>(s[2 * ks][2], s[2 * ks][3]);
+      pa[2] = pack2<T>(s[2 * ks + 1][0], s[2 * ks + 1][1]);
+      pa[3] = pack2<T>(s[2 * ks + 1][2], s[2 * ks + 1][3]);
+      const uint32_t row = vbuf + ((kw * kKW + 16 * ks + (lane & 7) + ((lane >> 3) & 1) * 8) * kLdh + (lane >> 4) * 8) * 2;
+#pragma unroll
+      for (int np = 0; np < D / 16; ++np) {
+        uint32_t bb[4];
+        ldsm_x4_t(bb, row + np * 32);
+        mma<T>(o[2 * np], pa, bb[0], bb[1]);
+        mma<T>(o[2 * np + 1], pa, bb[2], bb[3]);
+      }
+    }
+#pragma unroll
+    for (int t = 0; t < kKt; ++t) ctmn[t] = ntmn[t], ctmx[t] = ntmx[t];
+  }
+
+  // ---- output ---------------------------------------------------------------------------------
+#pragma unroll
+  for (int rr = 0; rr < 2; ++rr) {
+    l_run[rr] += __shfl_xor_sync(kFull, l_run[rr], 1);
+    l_run[rr] += __shfl_xor_sync(kFull, l_run[rr], 2);
+  }
+  T* out = static_cast<T*>(a.out) + static_cast<size_t>(row0 + i0) * a.ld_out + h * D;
+  if constexpr (kWK == 1) {
+#pragma unroll
+    for (int rr = 0; rr < 2; ++rr) {
+      const int il = 16 * wq + g + 8 * rr;
+      if (il >= nq) continue;
+      const float inv = l_run[rr] > 0.0f ? 1.0f / l_run[rr] : 0.0f;  // no kept key: zeros
+#pragma unroll
+      for (int n = 0; n < D / 8; ++n)
+        *reinterpret_cast<uint32_t*>(out + static_cast<size_t>(il) * a.ld_out + 8 * n + 2 * qd) =
+            pack2<T>(o[n][2 * rr] * inv, o[n][2 * rr + 1] * inv);
+    }
+  } else {
+    // Merge the warps' key shares: out_i = sum_w 2^(m_w - M) O_w / sum_w 2^(m_w - M) l_w.
+    constexpr int kLdo = S::kLdo;
+    cp_wait_all();
+    __syncthreads();  // every warp is done with the buffers
+    float* mo = reinterpret_cast<float*>(smem);
+    float* ml = reinterpret_cast<float*>(smem + S::merge_ml);
+#pragma unroll
+    for (int rr = 0; rr < 2; ++rr) {
+      const int r = g + 8 * rr;
+#pragma unroll
+      for (int n = 0; n < D / 8; ++n)
+        *reinterpret_cast<float2*>(mo + (warp * 16 + r) * kLdo + 8 * n + 2 * qd) = make_float2(o[n][2 * rr], o[n][2 * rr + 1]);
+      if (qd == 0) ml[2 * (warp * 16 + r)] = m_run[rr], ml[2 * (warp * 16 + r) + 1] = l_run[rr];
+    }
+    __syncthreads();
+    for (int e = tid; e < nq * (D / 2); e += kThreads) {
+      const int r = e / (D / 2), cc = 2 * (e % (D / 2));
+      float mmax = -INFINITY;
+#pragma unroll
+      for (int w = 0; w < kWarps; ++w) mmax = fmaxf(mmax, ml[2 * (w * 16 + r)]);
+      float n0 = 0.0f, n1 = 0.0f, den = 0.0f;
+      if (mmax != -INFINITY) {
+#pragma unroll
+        for (int w = 0; w < kWarps; ++w) {
+          const float f = exp2_approx(ml[2 * (w * 16 + r)] - mmax);
+          const float2 ow = *reinterpret_cast<const float2*>(mo + (w * 16 + r) * kLdo + cc);
+          n0 += f * ow.x, n1 += f * ow.y, den += f * ml[2 * (w * 16 + r) + 1];
+        }
+      }
+      const float inv = den > 0.0f ? 1.0f / den : 0.0f;
+      *reinterpret_cast<uint32_t*>(out + static_cast<size_t>(r) * a.ld_out + cc) = pack2<T>(n0 * inv, n1 * inv);
+    }
+  }
+#endif
+}
+
+template <typename T, int D, int WQ>
+void launch_shape(const AttentionArgs& a, cudaStream_t stream) {
+  constexpr int kBq = Shape<D, WQ>::kBq;
+  const dim3 grid((a.batch.max_length + kBq - 1) / kBq, a.num_heads, a.batch.num_sequences);
+  launch_with_smem(attention_fa_kernel<T, D, WQ>, grid, kThreads, Shape<D, WQ>::bytes, stream,
+                   "cuda::disentangled_attention (fa)", a);
+}
+
+template <typename T>
+void launch(const AttentionArgs& a, int rows, cudaStream_t stream) {
+  if (a.head_dim == 64) {
+    if (rows == 64) launch_shape<T, 64, 4>(a, stream);
+    else launch_shape<T, 64, 1>(a, stream);
+  } else {
+    if (rows == 64) launch_shape<T, 16, 4>(a, stream);
+    else launch_shape<T, 16, 1>(a, stream);
+  }
+}
+
+bool aligned(const void* p, size_t n) { return reinterpret_cast<uintptr_t>(p) % n == 0; }
+
+}  // namespace
+
+bool attention_fa_supported(const AttentionArgs& a) {
+  if ((a.head_dim != 64 && a.head_dim != 16) || (a.compute != DType::kF16 && a.compute != DType::kBF16)) return false;
+  if (a.type != a.compute || !aligned(a.out, 4) || a.ld_out % 2 != 0) return false;
+  int device = 0, major = 0, limit = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return false;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) return false;
+  if (cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess) return false;
+  return major >= 8 && limit >= Shape<64, 1>::bytes && limit >= Shape<64, 4>::bytes;
+}
+
+void disentangled_attention_fa(const AttentionArgs& a, cudaStream_t stream, int rows_per_block) {
+  constexpr const char* what = "cuda::disentangled_attention (fa)";
+  if (rows_per_block != 0 && rows_per_block != 16 && rows_per_block != 64)
+    throw InternalError(std::string(what) + ": rows_per_block must be 0 (by grid size), 16 or 64");
+  if (a.type != a.compute || (a.type != DType::kF16 && a.type != DType::kBF16) || (a.head_dim != 64 && a.head_dim != 16))
+    throw InternalError(std::string(what) + ": needs F16 or BF16 storage computed in that type and head_dim 64 or 16");
+  const size_t es = 2;
+  if (!aligned(a.q, 16) || !aligned(a.k, 16) || !aligned(a.v, 16) || !aligned(a.q_rel, 16) || !aligned(a.k_rel, 16) ||
+      (a.ld_qkv * es) % 16 != 0 || (a.ld_rel * es) % 16 != 0 || !aligned(a.out, 4) || a.ld_out % 2 != 0)
+    throw InternalError(std::string(what) +
+                        ": q, k, v, q_rel, k_rel and their row strides must be 16-byte aligned, out 4-byte with an even row stride");
+  if (a.batch.num_sequences <= 0) return;
+  if (rows_per_block == 0) {
+    // 64 query rows per block unless that grid would leave most of the GPU idle (fewer blocks than
+    // half the multiprocessors): then 16 rows with the keys split four ways (as the WMMA kernel).
+    int device = 0, sms = 0;
+    check(cudaGetDevice(&device), what);
+    check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), what);
+    const long blocks64 = static_cast<long>((a.batch.max_length + 63) / 64) * a.num_heads * a.batch.num_sequences;
+    rows_per_block = 2 * blocks64 >= sms ? 64 : 16;
+  }
+  if (a.type == DType::kF16) launch<__half>(a, rows_per_block, stream);
+  else launch<__nv_bfloat16>(a, rows_per_block, stream);
+}
+
+}  // namespace rexnlu::backends::cuda

@@ -1,0 +1,23 @@
+// The flash-attention variant of cuda::disentangled_attention (attention_fa.cu): raw
+// mma.sync m16n8k16 on sm_80+, 16-bit storage computed in that type (type == compute, F16 or
+// BF16), head_dim 64 or 16. cuda::disentangled_attention runs it wherever the tensor cores are
+// chosen (attention_uses_tensor_cores) and it applies, unless AttentionArgs::tc_kernel says WMMA.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include "backends/cuda/ops.h"
+
+namespace rexnlu::backends::cuda {
+
+// The current device and the arguments suit the flash kernel: type == compute (F16 or BF16),
+// head_dim 64 or 16, sm_80+ with the shared memory of both block shapes, out 4-byte aligned with
+// an even row stride.
+bool attention_fa_supported(const AttentionArgs& args);
+// Enqueues it (tests and benchmarks call it directly; cuda::disentangled_attention checks the
+// arguments first). rows_per_block: 64 = 4 warps of 16 query rows sharing 32-key chunks; 16 = one
+// 16-row tile per block, the 4 warps taking 16 keys each of a 64-key chunk, merged at the end
+// (for grids too small to fill the GPU otherwise); 0 = by grid size.
+void disentangled_attention_fa(const AttentionArgs& args, cudaStream_t stream, int rows_per_block = 0);
+
+}  // namespace rexnlu::backends::cuda
