@@ -161,6 +161,22 @@ TEST(AttentionGemm, EveryIsaMatchesTheDefinition) {
         }
 }
 
+TEST(AttentionGemm, TransposeOnEveryIsa) {
+  const int rows = 37, cols = 19, ld_src = 23, ld_dst = 41;  // two 16-row steps and a tail
+  const auto src = random_vec(size_t(rows) * ld_src, 44);
+  std::vector<VecIsa> isas = {VecIsa::kScalar};
+  if (vec_isa() == VecIsa::kAvx512) isas.push_back(VecIsa::kAvx512);
+  for (VecIsa isa : isas) {
+    SCOPED_TRACE(vec_isa_name(isa));
+    std::vector<float> dst(size_t(cols) * ld_dst, 9.0f);
+    transpose(isa, src.data(), rows, cols, ld_src, dst.data(), ld_dst);
+    for (int c = 0; c < cols; ++c) {
+      for (int r = 0; r < rows; ++r) ASSERT_EQ(dst[c * ld_dst + r], src[r * ld_src + c]) << r << "," << c;
+      for (int r = rows; r < ld_dst; ++r) ASSERT_EQ(dst[c * ld_dst + r], 9.0f) << "wrote past row " << rows;
+    }
+  }
+}
+
 TEST(VecMath, FastExpAndErfMatchLibm) {
   for (float x = -87.0f; x <= 88.0f; x += 0.01f)
     ASSERT_NEAR(fast_exp(x) / std::exp(double(x)), 1.0, 1e-6) << "exp(" << x << ")";

@@ -5,16 +5,7 @@
 #include <string>
 
 #include "backends/cpu/gemm.h"
-
-#if defined(__x86_64__)
-#include <immintrin.h>
-#define REXNLU_X86_KERNELS 1
-// GCC 12's AVX-512 headers start results from _mm512_undefined_*(), which -Wmaybe-uninitialized
-// reports once inlined here: a false positive of the headers.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#endif
+#include "backends/cpu/x86_intrinsics.h"
 
 namespace rexnlu::backends::cpu {
 
@@ -117,7 +108,9 @@ const char* attention_kernel_name() {
   return name.c_str();
 }
 
-void transpose(const float* src, int rows, int cols, int ld_src, float* dst, int ld_dst) {
+namespace {
+
+void transpose_scalar(const float* src, int rows, int cols, int ld_src, float* dst, int ld_dst) {
   constexpr int kBlock = 16;  // blocks of 16 x 16: both sides touch whole cache lines
   for (int r0 = 0; r0 < rows; r0 += kBlock)
     for (int c0 = 0; c0 < cols; c0 += kBlock) {
@@ -126,6 +119,66 @@ void transpose(const float* src, int rows, int cols, int ld_src, float* dst, int
         for (int r = r0; r < r1; ++r)
           dst[static_cast<size_t>(c) * ld_dst + r] = src[static_cast<size_t>(r) * ld_src + c];
     }
+}
+
+#if REXNLU_X86_KERNELS
+// 16 x 16 blocks transposed in registers (unpack, then 128-bit lane shuffles); the edges scalar.
+// (Gathering each column instead measured no faster than the scalar loop on Zen 4.)
+__attribute__((target("avx512f"))) void transpose16_avx512(const float* src, int ld_src, float* dst, int ld_dst) {
+  __m512 r[16], t[16];
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(src + static_cast<size_t>(i) * ld_src);
+#pragma GCC unroll 8
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+#pragma GCC unroll 4
+  for (int i = 0; i < 16; i += 4) {
+    r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
+    r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
+    r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
+    r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
+  }
+  // r[4b + j] holds, per 128-bit lane l, column 4l' + j of rows 4b..4b+3 (l' the lane): gather lanes.
+#pragma GCC unroll 2
+  for (int h = 0; h < 16; h += 8)
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) {
+      t[h + j] = _mm512_shuffle_f32x4(r[h + j], r[h + 4 + j], 0x88);
+      t[h + 4 + j] = _mm512_shuffle_f32x4(r[h + j], r[h + 4 + j], 0xdd);
+    }
+#pragma GCC unroll 8
+  for (int j = 0; j < 8; ++j) {
+    r[j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0x88);
+    r[8 + j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0xdd);
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; ++i) _mm512_storeu_ps(dst + static_cast<size_t>(i) * ld_dst, r[i]);
+}
+
+void transpose_avx512(const float* src, int rows, int cols, int ld_src, float* dst, int ld_dst) {
+  const int rows16 = rows / 16 * 16, cols16 = cols / 16 * 16;
+  for (int r0 = 0; r0 < rows16; r0 += 16)
+    for (int c0 = 0; c0 < cols16; c0 += 16)
+      transpose16_avx512(src + static_cast<size_t>(r0) * ld_src + c0, ld_src, dst + static_cast<size_t>(c0) * ld_dst + r0,
+                         ld_dst);
+  if (cols16 < cols) transpose_scalar(src + cols16, rows16, cols - cols16, ld_src, dst + static_cast<size_t>(cols16) * ld_dst, ld_dst);
+  if (rows16 < rows) transpose_scalar(src + static_cast<size_t>(rows16) * ld_src, rows - rows16, cols, ld_src, dst + rows16, ld_dst);
+}
+#endif
+
+}  // namespace
+
+void transpose(VecIsa isa, const float* src, int rows, int cols, int ld_src, float* dst, int ld_dst) {
+#if REXNLU_X86_KERNELS
+  if (isa == VecIsa::kAvx512) {
+    transpose_avx512(src, rows, cols, ld_src, dst, ld_dst);
+    return;
+  }
+#endif
+  (void)isa;
+  transpose_scalar(src, rows, cols, ld_src, dst, ld_dst);
 }
 
 }  // namespace rexnlu::backends::cpu

@@ -15,6 +15,6 @@ void attention_gemm(VecIsa isa, int M, int N, int K, float alpha, const float* A
 const char* attention_kernel_name();
 
 // dst[c * ld_dst + r] = src[r * ld_src + c] for r < rows, c < cols.
-void transpose(const float* src, int rows, int cols, int ld_src, float* dst, int ld_dst);
+void transpose(VecIsa isa, const float* src, int rows, int cols, int ld_src, float* dst, int ld_dst);
 
 }  // namespace rexnlu::backends::cpu

@@ -5,16 +5,7 @@
 #include <limits>
 
 #include "backends/cpu/vec_math.h"
-
-#if defined(__x86_64__)
-#include <immintrin.h>
-// GCC 12's AVX-512 headers start results from _mm512_undefined_*() (`__m512 __Y = __Y;`), which
-// -Wmaybe-uninitialized reports once inlined here: a false positive of the headers.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#define REXNLU_X86_KERNELS 1
-#endif
+#include "backends/cpu/x86_intrinsics.h"
 
 namespace rexnlu::backends::cpu {
 

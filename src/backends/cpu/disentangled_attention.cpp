@@ -118,8 +118,8 @@ void disentangled_attention(const DisentangledAttentionArgs& a) {
     const float* q = a.q + h * d;
     const float* k = a.k + h * d;
     const float* v = a.v + h * d;
-    transpose(q, L, d, a.ld_qkv, q_t, L);
-    transpose(k, L, d, a.ld_qkv, k_t, L);
+    transpose(isa, q, L, d, a.ld_qkv, q_t, L);
+    transpose(isa, k, L, d, a.ld_qkv, k_t, L);
     attention_gemm(isa, L, L, d, inv_scale, q, a.ld_qkv, k_t, L, scores, L);
     for (const Tile& t : query_tiles)
       attention_gemm(isa, t.width, t.count, d, 1.0f, a.k_rel + static_cast<size_t>(t.lo) * a.ld_rel + h * d,
