@@ -5,7 +5,7 @@
 //                       of keys, r = idx(i,j) = clamp(pos_i - pos_j + rel_rows/2, 0, rel_rows - 1),
 //                       and the running row max of the kept entries;
 //   exp_and_sum:        S[i,j] = exp(S[i,j] - max) (exactly 0 where -inf) and the row sum.
-// The caller divides by the sum (or scales the output rows), as XSoftmax: masked -> 0.
+// The caller then divides the row by its sum: XSoftmax, masked entries 0.
 #pragma once
 
 #include <cstdint>
