@@ -152,7 +152,7 @@ void attention(const backends::cuda::AttentionArgs& a, cudaStream_t stream) {
         fetch(advance(a.out, static_cast<size_t>(row0) * a.ld_out, a.type), a.type,
               static_cast<size_t>(L - 1) * a.ld_out + H, stream);
     std::vector<float> want(static_cast<size_t>(L) * H);
-    std::vector<float> scratch(backends::cpu::disentangled_attention_scratch_floats(L, a.rel_rows));
+    std::vector<float> scratch(backends::cpu::disentangled_attention_scratch_floats(L, a.head_dim, a.rel_rows));
     backends::cpu::DisentangledAttentionArgs c;
     c.length = L, c.num_heads = a.num_heads, c.head_dim = a.head_dim;
     c.q = q.data(), c.k = k.data(), c.v = v.data(), c.ld_qkv = a.ld_qkv;

@@ -75,8 +75,8 @@ void linear(backends::Backend& be, ConstTensorRef x, const Linear& w, TensorRef 
         void* scratch = be.workspace().alloc<std::byte>(backends::cpu::linear_int8_scratch_bytes(rows, in, out));
         backends::cpu::linear_int8(x.f32(), rows, in, reinterpret_cast<const int8_t*>(W.data), w.prepared.get(),
                                    w.scale.ref().f32(), w.scaled_sum.ref().f32(), bias, out, y.f32(), to_int(y.ld()),
-                                   scratch);
-        break;
+                                   scratch, act == Activation::kGeluErf);
+        return;  // activation fused
       }
       if (W.dtype == DType::kBF16) {  // --precision bf16 (backends/cpu/gemm_bf16.h)
         detail::expect_matrix(op, "W", W, DType::kBF16, be);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -11,6 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "backends/cpu/attention_gemm.h"
+#include "backends/cpu/attention_rows.h"
+#include "backends/cpu/cpu_isa.h"
 #include "backends/cpu/disentangled_attention.h"
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/softmax.h"
@@ -82,6 +86,97 @@ TEST(MaskedSoftmax, MatchesXSoftmaxIncludingFullyMaskedRows) {
   EXPECT_NEAR(s[3 * ld + 0], 1.0f, 1e-7);
 }
 
+// The attention's row passes on every vector ISA this CPU has (the dispatch picks one; the others
+// run here too), against the definition in double: 37 keys = vector steps plus a scalar tail.
+TEST(AttentionRows, EveryIsaMatchesTheDefinition) {
+  const int n = 37, rel_rows = 24, step = 40, c2p_offset = -2 * step + 3;
+  std::vector<int32_t> pos(n), key_offset(n);
+  for (int j = 0; j < n; ++j) pos[j] = (j * 7) % 24 - 4;  // indices 2 .. 25, clamped to 23
+  for (int j = 0; j < n; ++j) key_offset[j] = (j * 5) % n - step;  // relative rows from 1 on
+  std::vector<uint8_t> mask(n, 1);
+  for (int j = 0; j < n; j += 4) mask[j] = 0;
+  const std::vector<float> scores = random_vec(n, 31, -3, 3), c2p = random_vec(size_t(rel_rows) * step, 32, -3, 3),
+                           p2c = random_vec(size_t(rel_rows) * step, 33, -3, 3);
+  RelativeTerms t;
+  t.key_pos = pos.data();
+  t.key_offset = key_offset.data();
+  t.mask = mask.data();
+  t.query_pos = 9 + rel_rows / 2;
+  t.max_index = rel_rows - 1;
+  t.c2p = c2p.data();
+  t.c2p_offset = c2p_offset;
+  t.p2c = p2c.data();
+  t.step = step;
+  t.inv_scale = 0.25f;
+  std::vector<double> want(n);
+  double mx = -1e300, sum = 0;
+  for (int j = 0; j < n; ++j) {
+    const int r = std::clamp(t.query_pos - pos[j], 0, rel_rows - 1);
+    ASSERT_GE(r, 2);  // the test's own arguments: in range
+    want[j] = scores[j] + (double(c2p[c2p_offset + r * step]) + p2c[key_offset[j] + r * step]) * 0.25;
+    if (mask[j]) mx = std::max(mx, want[j]);
+  }
+  for (int j = 0; j < n; ++j) sum += mask[j] ? std::exp(want[j] - mx) : 0.0;
+  std::vector<VecIsa> isas = {VecIsa::kScalar};
+  if (vec_isa() != VecIsa::kScalar) isas.push_back(VecIsa::kAvx2);
+  if (vec_isa() == VecIsa::kAvx512) isas.push_back(VecIsa::kAvx512);
+  for (VecIsa isa : isas) {
+    SCOPED_TRACE(vec_isa_name(isa));
+    std::vector<float> s = scores;
+    const float got_max = add_relative_terms(isa, s.data(), n, t, -std::numeric_limits<float>::infinity());
+    EXPECT_NEAR(got_max, mx, 1e-5);
+    for (int j = 0; j < n; ++j) {
+      if (mask[j]) ASSERT_NEAR(s[j], want[j], 1e-5) << j;
+      else ASSERT_EQ(s[j], -std::numeric_limits<float>::infinity()) << j;
+    }
+    const float got_sum = exp_and_sum(isa, s.data(), n, got_max);
+    EXPECT_NEAR(got_sum, sum, 1e-5 * sum);
+    for (int j = 0; j < n; ++j) ASSERT_NEAR(s[j], mask[j] ? std::exp(want[j] - mx) : 0.0, 1e-6) << j;
+  }
+}
+
+// The attention's products on every ISA this CPU has: row blocks with spare rows, column blocks of
+// 1 to 4 vectors with partial last vectors, strided A, B and C.
+TEST(AttentionGemm, EveryIsaMatchesTheDefinition) {
+  std::vector<VecIsa> isas = {VecIsa::kScalar};
+  if (vec_isa() == VecIsa::kAvx512) isas.push_back(VecIsa::kAvx512);
+  for (VecIsa isa : isas)
+    for (int M : {1, 7, 13, 250})
+      for (int N : {1, 16, 23, 40, 64, 77, 130})
+        for (int K : {3, 64}) {
+          SCOPED_TRACE(std::string(vec_isa_name(isa)) + " M=" + std::to_string(M) + " N=" + std::to_string(N) +
+                       " K=" + std::to_string(K));
+          const int lda = K + 5, ldb = N + 3, ldc = N + 2;
+          const auto A = random_vec(size_t(M) * lda, 41), B = random_vec(size_t(K) * ldb, 42);
+          std::vector<float> C(size_t(M) * ldc, 9.0f);
+          attention_gemm(isa, M, N, K, 0.5f, A.data(), lda, B.data(), ldb, C.data(), ldc);
+          for (int i = 0; i < M; ++i) {
+            for (int j = 0; j < N; ++j) {
+              double want = 0;
+              for (int k = 0; k < K; ++k) want += double(A[i * lda + k]) * B[k * ldb + j];
+              ASSERT_NEAR(C[i * ldc + j], 0.5 * want, 1e-5) << i << "," << j;
+            }
+            for (int j = N; j < ldc; ++j) ASSERT_EQ(C[i * ldc + j], 9.0f) << "wrote past column N";
+          }
+        }
+}
+
+TEST(AttentionGemm, TransposeOnEveryIsa) {
+  const int rows = 37, cols = 19, ld_src = 23, ld_dst = 41;  // two 16-row steps and a tail
+  const auto src = random_vec(size_t(rows) * ld_src, 44);
+  std::vector<VecIsa> isas = {VecIsa::kScalar};
+  if (vec_isa() == VecIsa::kAvx512) isas.push_back(VecIsa::kAvx512);
+  for (VecIsa isa : isas) {
+    SCOPED_TRACE(vec_isa_name(isa));
+    std::vector<float> dst(size_t(cols) * ld_dst, 9.0f);
+    transpose(isa, src.data(), rows, cols, ld_src, dst.data(), ld_dst);
+    for (int c = 0; c < cols; ++c) {
+      for (int r = 0; r < rows; ++r) ASSERT_EQ(dst[c * ld_dst + r], src[r * ld_src + c]) << r << "," << c;
+      for (int r = rows; r < ld_dst; ++r) ASSERT_EQ(dst[c * ld_dst + r], 9.0f) << "wrote past row " << rows;
+    }
+  }
+}
+
 TEST(VecMath, FastExpAndErfMatchLibm) {
   for (float x = -87.0f; x <= 88.0f; x += 0.01f)
     ASSERT_NEAR(fast_exp(x) / std::exp(double(x)), 1.0, 1e-6) << "exp(" << x << ")";
@@ -103,7 +198,7 @@ TEST(DisentangledAttention, TooSmallScratchIsRefused) {
   a.position_ids = pos.data(); a.mask = mask.data(); a.scale = 1.0f;
   std::vector<float> out(size_t(L) * HD);
   a.out = out.data(); a.ld_out = HD;
-  std::vector<float> scratch(disentangled_attention_scratch_floats(L, rel_rows));
+  std::vector<float> scratch(disentangled_attention_scratch_floats(L, d, rel_rows));
   a.scratch = scratch.data();
   a.scratch_floats = scratch.size();
   EXPECT_NO_THROW(disentangled_attention(a));

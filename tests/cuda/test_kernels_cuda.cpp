@@ -501,7 +501,7 @@ void check_attention(const Batch& batch, int heads, int head_dim, DType t, const
   round_to(qkv, compute), round_to(rel, compute);
   const float scale = std::sqrt(static_cast<float>(head_dim) * 3.0f);
   std::vector<float> want(size_t(batch.rows) * H);
-  std::vector<float> scratch(kc::disentangled_attention_scratch_floats(batch.max_len, rel_rows));
+  std::vector<float> scratch(kc::disentangled_attention_scratch_floats(batch.max_len, head_dim, rel_rows));
   for (int b = 0; b < batch.size(); ++b) {
     const size_t row0 = batch.offsets[b];
     kc::DisentangledAttentionArgs a;

@@ -328,6 +328,24 @@ TEST_P(OpsTest, DisentangledAttentionMatchesPerPairReference) {
   expect_close(on_host(out), want, 1e-5);
 }
 
+// Longer than one 32-row tile of the CPU kernel's c2p / p2c products (each query and key tile
+// computes only the relative rows its pairs index): tiles whose bands are clamped at either end of
+// the table and tiles whose bands are not, a partial last tile, non-monotonic positions.
+TEST_P(OpsTest, DisentangledAttentionOverSeveralTilesMatchesPerPairReference) {
+  const int L = 77, heads = 2, d = 16, HD = heads * d, rel_rows = 64;
+  auto qkv = random_vec(size_t(L) * 3 * HD, 23), rel = random_vec(size_t(rel_rows) * 2 * HD, 24);
+  std::vector<int32_t> pos(L);
+  for (int i = 0; i < L; ++i) pos[i] = i < 10 ? i : (i < 20 ? i - 8 : i + 3);  // repeats, a jump; span 80 > 64
+  const std::vector<uint8_t> mask = attention_mask(L);
+  const float scale = std::sqrt(float(d) * 3.0f);
+  const std::vector<double> want = attention_reference(qkv, rel, pos, mask, L, heads, d, rel_rows, scale);
+  Tensor qkv_d = on_device(qkv, {L, 3 * HD}), rel_d = on_device(rel, {rel_rows, 2 * HD});
+  Tensor pos_d = on_device(pos, {L}), mask_d = on_device(mask, {L, L});
+  Tensor out = on_device(std::vector<float>(size_t(L) * HD, 7.0f), {L, HD});
+  disentangled_attention(be(), fused_attention(qkv_d, rel_d, heads, scale, pos_d, mask_d, out.mutable_ref()));
+  expect_close(on_host(out), want, 1e-5);
+}
+
 // Packed: three sequences of different lengths in one call equal three one-sequence calls (which
 // the test above holds to the reference loops); neighbours must not leak into each other.
 TEST_P(OpsTest, PackedAttentionEqualsOneCallPerSequence) {

@@ -2,8 +2,10 @@
 //   S[i,j] = ( Q_i·K_j + Q_i·Kr[idx(i,j)] + K_j·Qr[idx(i,j)] ) / scale      (per head)
 //   idx(i,j) = clamp(pos_i - pos_j + rel_rows/2, 0, rel_rows - 1)
 //   P = XSoftmax(S, mask); out = P · V
-// c2p and p2c are computed as the products Q·Kr^T and K·Qr^T restricted to the relative
-// positions that occur in this sequence, then gathered: no per-pair copies of Kr/Qr rows.
+// c2p and p2c are computed as the products Q·Kr^T and K·Qr^T per tile of 32 queries (keys),
+// each restricted to the relative rows that tile's pairs index (a band: about L + 32 rows of the
+// 2L - 1 a whole sequence of consecutive positions spans), then gathered into the score rows in
+// the pass that also masks and exponentiates them (attention_rows.h): no per-pair copies of Kr/Qr rows.
 #pragma once
 
 #include <cstddef>
@@ -32,9 +34,9 @@ struct DisentangledAttentionArgs {
   size_t scratch_floats = 0;
 };
 
-// Scratch for sequences of up to max_length tokens with the current worker-thread count: one
-// score matrix and the two relative-position products per thread.
-size_t disentangled_attention_scratch_floats(int max_length, int rel_rows);
+// Scratch for sequences of up to max_length tokens with the current worker-thread count: per
+// thread one score matrix, Q^T and K^T of a head, and the two relative-position products.
+size_t disentangled_attention_scratch_floats(int max_length, int head_dim, int rel_rows);
 
 // Heads run in parallel on the worker threads. Throws rexnlu::Error (kInternal) when the
 // scratch is too small.

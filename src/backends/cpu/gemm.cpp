@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backends/cpu/activations.h"
+#include "backends/cpu/attention_gemm.h"
 #include "backends/cpu/dnnl_matmul.h"
 #include "rexnlu/error.h"
 
@@ -120,8 +121,8 @@ const char* f32_linear_name() {
     const std::vector<float> zeros(768 * 768);
     const auto packed = prepare_f32_weights(zeros.data(), 768, 768);
     if (!packed) return std::string(blas_name());
-    return "oneDNN f32 matmul (" +
-           matmul_impl_name(*static_cast<const PackedMatmulWeights*>(packed.get())) + "), attention on " + blas_name();
+    return "oneDNN f32 matmul (" + matmul_impl_name(*static_cast<const PackedMatmulWeights*>(packed.get())) +
+           "), attention on " + attention_kernel_name();
   }();
   return name.c_str();
 }

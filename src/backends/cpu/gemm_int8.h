@@ -38,11 +38,14 @@ std::shared_ptr<const void> prepare_int8_weights(const int8_t* q, int out, int i
 // Per-row asymmetric u8 quantization of x [rows, in] (contiguous): u [rows, in]; step, offset [rows].
 void quantize_rows_u8(const float* x, int rows, int in, int levels, uint8_t* u, float* step, float* offset);
 
-// y[rows, out] (row stride ldy) = x · W^T + bias with W as quantize_weights_s8 left it; bias may
-// be null; prepared: prepare_int8_weights(q) or null (then q as it is, e.g. an out_slice). scratch:
-// linear_int8_scratch_bytes(rows, in, out) (u8 activations, their steps and offsets, int32 sums).
+// y[rows, out] (row stride ldy) = act(x · W^T + bias) with W as quantize_weights_s8 left it; act =
+// exact GELU when gelu (on each row right after its dequantization, while it is in cache), else
+// none; bias may be null; prepared: prepare_int8_weights(q) or null (then q as it is, e.g. an
+// out_slice). scratch: linear_int8_scratch_bytes(rows, in, out) (u8 activations, their steps and
+// offsets, int32 sums).
 size_t linear_int8_scratch_bytes(int rows, int in, int out);
 void linear_int8(const float* x, int rows, int in, const int8_t* q, const void* prepared, const float* scale,
-                 const float* scaled_sum, const float* bias, int out, float* y, int ldy, void* scratch);
+                 const float* scaled_sum, const float* bias, int out, float* y, int ldy, void* scratch,
+                 bool gelu = false);
 
 }  // namespace rexnlu::backends::cpu
