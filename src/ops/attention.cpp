@@ -87,7 +87,7 @@ void disentangled_attention(backends::Backend& be, const DisentangledAttention& 
       c.scale = a.scale;
       c.out = a.out.f32();
       c.ld_out = to_int(a.out.ld());
-      c.scratch_floats = backends::cpu::disentangled_attention_scratch_floats(c.length, c.head_dim, c.rel_rows);
+      c.scratch_floats = backends::cpu::disentangled_attention_scratch_floats(c);
       c.scratch = be.workspace().alloc<float>(c.scratch_floats);
       backends::cpu::disentangled_attention(c);
       return;

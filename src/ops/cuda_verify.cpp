@@ -152,12 +152,12 @@ void attention(const backends::cuda::AttentionArgs& a, cudaStream_t stream) {
         fetch(advance(a.out, static_cast<size_t>(row0) * a.ld_out, a.type), a.type,
               static_cast<size_t>(L - 1) * a.ld_out + H, stream);
     std::vector<float> want(static_cast<size_t>(L) * H);
-    std::vector<float> scratch(backends::cpu::disentangled_attention_scratch_floats(L, a.head_dim, a.rel_rows));
     backends::cpu::DisentangledAttentionArgs c;
     c.length = L, c.num_heads = a.num_heads, c.head_dim = a.head_dim;
     c.q = q.data(), c.k = k.data(), c.v = v.data(), c.ld_qkv = a.ld_qkv;
     c.q_rel = q_rel.data(), c.k_rel = k_rel.data(), c.ld_rel = a.ld_rel, c.rel_rows = a.rel_rows;
     c.position_ids = pos.data(), c.mask = mask.data(), c.scale = a.scale, c.out = want.data(), c.ld_out = H;
+    std::vector<float> scratch(backends::cpu::disentangled_attention_scratch_floats(c));
     c.scratch = scratch.data(), c.scratch_floats = scratch.size();
     backends::cpu::disentangled_attention(c);
     for (int i = 0; i < L; ++i) {

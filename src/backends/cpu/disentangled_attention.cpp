@@ -74,22 +74,32 @@ size_t per_thread_floats(int length, int head_dim, int span) {
   return L * L + 2 * L * static_cast<size_t>(head_dim) + 2 * blocks_floats(length, span) + kTile;
 }
 
+// Relative rows the sequence's positions can index: [half - max_rel, half + max_rel], clamped.
+int position_span(const DisentangledAttentionArgs& a) {
+  const auto [min_it, max_it] = std::minmax_element(a.position_ids, a.position_ids + a.length);
+  const int max_rel = *max_it - *min_it;
+  const int span_half = a.rel_rows / 2;
+  return std::clamp(span_half + max_rel, 0, a.rel_rows - 1) - std::clamp(span_half - max_rel, 0, a.rel_rows - 1) + 1;
+}
+
+int worker_threads(const DisentangledAttentionArgs& a) { return std::min(omp_get_max_threads(), a.num_heads); }
+
 }  // namespace
 
 size_t disentangled_attention_scratch_floats(int max_length, int head_dim, int rel_rows) {
   return per_thread_floats(max_length, head_dim, rel_rows) * static_cast<size_t>(omp_get_max_threads());
 }
 
+size_t disentangled_attention_scratch_floats(const DisentangledAttentionArgs& a) {
+  if (a.length <= 0) return 0;
+  return per_thread_floats(a.length, a.head_dim, position_span(a)) * static_cast<size_t>(worker_threads(a));
+}
+
 void disentangled_attention(const DisentangledAttentionArgs& a) {
   const int L = a.length;
   const int d = a.head_dim;
   const int32_t* pos = a.position_ids;
-  const auto [min_it, max_it] = std::minmax_element(pos, pos + L);
-  const int max_rel = *max_it - *min_it;
-  const int span_half = a.rel_rows / 2;
-  // Only relative-embedding rows [span_half - max_rel, span_half + max_rel] can be indexed.
-  const int span = std::clamp(span_half + max_rel, 0, a.rel_rows - 1) -
-                   std::clamp(span_half - max_rel, 0, a.rel_rows - 1) + 1;
+  const int span = position_span(a);  // only these relative-embedding rows can be indexed
   const float inv_scale = 1.0f / a.scale;
   const std::vector<Tile> query_tiles = make_tiles(pos, L, kTile, a.rel_rows, true);
   const std::vector<Tile> key_tiles = make_tiles(pos, L, kTile, a.rel_rows, false);
@@ -100,7 +110,7 @@ void disentangled_attention(const DisentangledAttentionArgs& a) {
   const int step = kTile;
   const VecIsa isa = vec_isa();
 
-  const int threads = std::min(omp_get_max_threads(), a.num_heads);
+  const int threads = worker_threads(a);
   const size_t per_thread = per_thread_floats(L, d, span);
   if (a.scratch == nullptr || per_thread * threads > a.scratch_floats)
     throw InternalError("disentangled_attention: scratch of " + std::to_string(a.scratch_floats) +
@@ -143,7 +153,7 @@ void disentangled_attention(const DisentangledAttentionArgs& a) {
         terms.key_pos = pos + j0;
         terms.key_offset = key_offset.data() + j0;
         for (int i = qt.first; i < qt.first + qt.count; ++i) {
-          terms.query_pos = pos[i] + span_half;
+          terms.query_pos = pos[i] + a.rel_rows / 2;
           terms.c2p_offset = static_cast<int>(qt.offset) + (i - qt.first) - qt.lo * step;
           terms.mask = a.mask + static_cast<size_t>(i) * L + j0;
           row_max[i - qt.first] =

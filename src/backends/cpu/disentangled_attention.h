@@ -35,8 +35,13 @@ struct DisentangledAttentionArgs {
 };
 
 // Scratch for sequences of up to max_length tokens with the current worker-thread count: per
-// thread one score matrix, Q^T and K^T of a head, and the two relative-position products.
+// thread one score matrix, Q^T and K^T of a head, and the two relative-position products (at
+// most rel_rows relative rows each: the bound for any positions, for buffers reused across calls).
 size_t disentangled_attention_scratch_floats(int max_length, int head_dim, int rel_rows);
+// Exactly what disentangled_attention(a) needs: the relative rows its positions can index (about
+// 2L for consecutive positions, much less than rel_rows for short texts) and its thread count.
+// a.length, num_heads, head_dim, rel_rows and position_ids must be set.
+size_t disentangled_attention_scratch_floats(const DisentangledAttentionArgs& a);
 
 // Heads run in parallel on the worker threads. Throws rexnlu::Error (kInternal) when the
 // scratch is too small.
