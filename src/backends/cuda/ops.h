@@ -51,7 +51,7 @@ void conv1d_k3_combine(DType taps_type, DType y_type, const void* taps, const De
 // leave shared memory (no L x L or L x 2k tensor in global memory).
 // The tensor-core kernel to run where the tensor cores are chosen (AttentionArgs::tc_kernel):
 // kFlash = the flash kernel (attention_fa.cu) wherever it applies (16-bit storage computed in
-// that type, head_dim 64 or 16), else the WMMA kernel; kWmma = always the WMMA kernel
+// that type, head_dim 64), else the WMMA kernel; kWmma = always the WMMA kernel
 // (attention_mma.cu). CudaBackend: REXNLU_CUDA_ATTENTION=fa|wmma.
 enum class TensorCoreKernel { kFlash, kWmma };
 struct AttentionArgs {
