@@ -11,7 +11,7 @@
 namespace rexnlu::backends::cuda {
 
 // The current device and the arguments suit the flash kernel: type == compute (F16 or BF16),
-// head_dim 64 or 16, sm_80+ with the shared memory of both block shapes, out 4-byte aligned with
+// head_dim 64 (16 is built but not dispatched: see attention_fa.cu), sm_80+ with the shared memory of both block shapes, out 4-byte aligned with
 // an even row stride.
 bool attention_fa_supported(const AttentionArgs& args);
 // Enqueues it (tests and benchmarks call it directly; cuda::disentangled_attention checks the
