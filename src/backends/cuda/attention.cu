@@ -228,10 +228,8 @@ void launch(const AttentionArgs& a, cudaStream_t stream) {
   if (!aligned16(a.q) || !aligned16(a.k) || !aligned16(a.v) || !aligned16(a.q_rel) || !aligned16(a.k_rel) ||
       row_bytes_qkv % 16 != 0 || row_bytes_rel % 16 != 0)
     throw InternalError("cuda::disentangled_attention: q, k, v, q_rel, k_rel and their row strides must be 16-byte aligned");
-  int device = 0, limit = 0, sms = 0;
-  check(cudaGetDevice(&device), "cuda::disentangled_attention");
-  check(cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device), "cuda::disentangled_attention");
-  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cuda::disentangled_attention");
+  const DeviceLimits d = device_limits("cuda::disentangled_attention");
+  const int limit = d.smem_optin, sms = d.sms;
   if (attention_uses_tensor_cores(a)) {
     if (a.tc_kernel == TensorCoreKernel::kFlash && attention_fa_supported(a)) disentangled_attention_fa(a, stream);
     else disentangled_attention_mma(a, stream);
@@ -254,17 +252,15 @@ void launch(const AttentionArgs& a, cudaStream_t stream) {
 
 bool attention_uses_tensor_cores(const AttentionArgs& a) {
   if (a.compute == DType::kF32 || a.tensor_cores == 0 || a.batch.num_sequences <= 0) return false;
-  int device = 0, sms = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess)
-    return false;
+  DeviceLimits d;
+  if (!query_device_limits(d)) return false;
   // The tensor-core kernel (it picks its block shape by grid size, attention_mma.h): in fp16
   // always; in bf16 only where 64-row blocks fill the GPU (one per multiprocessor): with bf16's
   // 8-bit mantissa in the attention products too, the tiny model's e2e cases (small grids) missed
   // 2 of the 13 decisive cases on the H200 instead of the 1 that bf16 weights alone miss
   // (docs/parity.md, CUDA stage 4); fp16 misses none either way.
   const long mma_blocks = static_cast<long>((a.batch.max_length + 63) / 64) * a.num_heads * a.batch.num_sequences;
-  return (a.tensor_cores == 1 || a.compute == DType::kF16 || mma_blocks >= sms) && attention_mma_supported(a);
+  return (a.tensor_cores == 1 || a.compute == DType::kF16 || mma_blocks >= d.sms) && attention_mma_supported(a);
 }
 
 void disentangled_attention(const AttentionArgs& a, cudaStream_t stream) {

@@ -32,6 +32,7 @@
 #include <type_traits>
 
 #include "backends/cuda/attention_fa.h"
+#include "backends/cuda/attention_mma.h"
 #include "backends/cuda/types.cuh"
 #include "rexnlu/error.h"
 
@@ -620,11 +621,9 @@ bool attention_fa_supported(const AttentionArgs& a) {
   // memory and copies landing early or late reproduces it: cause not found.
   if (a.head_dim != 64 || (a.compute != DType::kF16 && a.compute != DType::kBF16)) return false;
   if (a.type != a.compute || !aligned(a.out, 4) || a.ld_out % 2 != 0) return false;
-  int device = 0, major = 0, limit = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) return false;
-  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) return false;
-  if (cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess) return false;
-  return major >= 8 && limit >= Shape<64, 1>::bytes && limit >= Shape<64, 4>::bytes;
+  DeviceLimits d;
+  return query_device_limits(d) && d.major >= 8 && d.smem_optin >= Shape<64, 1>::bytes &&
+         d.smem_optin >= Shape<64, 4>::bytes;
 }
 
 void disentangled_attention_fa(const AttentionArgs& a, cudaStream_t stream, int rows_per_block) {
@@ -640,13 +639,7 @@ void disentangled_attention_fa(const AttentionArgs& a, cudaStream_t stream, int 
                         ": q, k, v, q_rel, k_rel and their row strides must be 16-byte aligned, out 4-byte with an even row stride");
   if (a.batch.num_sequences <= 0) return;
   if (rows_per_block == 0) {
-    // 64 query rows per block unless that grid would leave most of the GPU idle (fewer blocks than
-    // half the multiprocessors): then 16 rows with the keys split four ways (as the WMMA kernel).
-    int device = 0, sms = 0;
-    check(cudaGetDevice(&device), what);
-    check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), what);
-    const long blocks64 = static_cast<long>((a.batch.max_length + 63) / 64) * a.num_heads * a.batch.num_sequences;
-    rows_per_block = 2 * blocks64 >= sms ? 64 : 16;
+    rows_per_block = attention_grid_is_small(a, device_limits(what).sms) ? 16 : 64;  // as the WMMA kernel
   }
   if (a.type == DType::kF16) launch<__half>(a, rows_per_block, stream);
   else launch<__nv_bfloat16>(a, rows_per_block, stream);

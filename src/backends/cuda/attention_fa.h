@@ -1,7 +1,8 @@
 // The flash-attention variant of cuda::disentangled_attention (attention_fa.cu): raw
 // mma.sync m16n8k16 on sm_80+, 16-bit storage computed in that type (type == compute, F16 or
 // BF16), head_dim 64 or 16. cuda::disentangled_attention runs it wherever the tensor cores are
-// chosen (attention_uses_tensor_cores) and it applies, unless AttentionArgs::tc_kernel says WMMA.
+// chosen (attention_uses_tensor_cores) and it applies when AttentionArgs::tc_kernel asks for it
+// (REXNLU_CUDA_ATTENTION=fa; opt-in, the WMMA kernel is the default: ops.h).
 #pragma once
 
 #include <cuda_runtime_api.h>

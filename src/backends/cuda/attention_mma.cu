@@ -345,24 +345,15 @@ void launch_d(const AttentionArgs& a, cudaStream_t stream) {
                    "cuda::disentangled_attention (mma)", a);
 }
 
-// Number of multiprocessors of the current device (0 when unknown).
-int multiprocessors() {
-  int device = 0, sms = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) return 0;
-  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) return 0;
-  return sms;
-}
-
 // head_dim 64 (the full-size model) and 16 (the tiny test model, so the GPU e2e tests run this kernel).
 template <typename Tin, typename Tm>
 void launch(const AttentionArgs& a, int key_groups, cudaStream_t stream) {
   if (key_groups == 0) {
-    // 64 query rows per block unless that grid would leave most of the GPU idle (fewer blocks
-    // than half the multiprocessors), then 16 rows with the keys split four ways. Measured on the
-    // H200 (132 SMs, docs/benchmarks.md, CUDA stage 4): L=128 B=1 (24 blocks of 64 rows) 25 us
-    // split against 52; L=512 B=1 (96 blocks) 167 us with 64 rows against 186 split.
-    const long blocks64 = static_cast<long>((a.batch.max_length + 63) / 64) * a.num_heads * a.batch.num_sequences;
-    key_groups = 2 * blocks64 >= multiprocessors() ? 1 : 4;
+    // attention_grid_is_small. Measured on the H200 (132 SMs, docs/benchmarks.md, CUDA stage 4):
+    // L=128 B=1 (24 blocks of 64 rows) 25 us split against 52; L=512 B=1 (96 blocks) 167 us with
+    // 64 rows against 186 split.
+    DeviceLimits d;
+    key_groups = query_device_limits(d) && attention_grid_is_small(a, d.sms) ? 4 : 1;
   }
   if (a.head_dim == 64) {
     if (key_groups == 1) launch_d<Tin, Tm, 64, 4>(a, stream);
@@ -375,14 +366,17 @@ void launch(const AttentionArgs& a, int key_groups, cudaStream_t stream) {
 
 }  // namespace
 
+bool attention_grid_is_small(const AttentionArgs& a, int sms) {
+  const long blocks64 = static_cast<long>((a.batch.max_length + 63) / 64) * a.num_heads * a.batch.num_sequences;
+  return 2 * blocks64 < sms;
+}
+
 bool attention_mma_supported(const AttentionArgs& a) {
   if ((a.head_dim != 64 && a.head_dim != 16) || (a.compute != DType::kF16 && a.compute != DType::kBF16)) return false;
   if (a.type != DType::kF32 && a.type != a.compute) return false;
-  int device = 0, major = 0, limit = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) return false;
-  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) return false;
-  if (cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess) return false;
-  return major >= 8 && limit >= Layout<64, 1>::bytes && limit >= Layout<64, 4>::bytes;
+  DeviceLimits d;
+  return query_device_limits(d) && d.major >= 8 && d.smem_optin >= Layout<64, 1>::bytes &&
+         d.smem_optin >= Layout<64, 4>::bytes;
 }
 
 void disentangled_attention_mma(const AttentionArgs& a, cudaStream_t stream, int key_groups) {

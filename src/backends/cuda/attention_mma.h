@@ -19,4 +19,9 @@ bool attention_mma_supported(const AttentionArgs& args);
 // the multiprocessors).
 void disentangled_attention_mma(const AttentionArgs& args, cudaStream_t stream, int key_groups = 0);
 
+// The tensor-core kernels' block-shape rule (both attention_mma.cu and attention_fa.cu): 64
+// query rows per block unless that grid would have fewer blocks than half the multiprocessors
+// (`sms`); then 16 rows per block with the keys split between its 4 warps.
+bool attention_grid_is_small(const AttentionArgs& args, int sms);
+
 }  // namespace rexnlu::backends::cuda

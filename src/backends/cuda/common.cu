@@ -20,4 +20,25 @@ void check(cudaError_t status, const char* what) {
 
 void check_launch(const char* kernel) { check(cudaGetLastError(), kernel); }
 
+bool query_device_limits(DeviceLimits& limits) {
+  int device = 0;
+  DeviceLimits l;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&l.major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&l.smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&l.sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess)
+    return false;
+  limits = l;
+  return true;
+}
+
+DeviceLimits device_limits(const char* what) {
+  DeviceLimits l;
+  if (!query_device_limits(l)) {
+    const cudaError_t e = cudaGetLastError();
+    check(e == cudaSuccess ? cudaErrorNoDevice : e, what);
+  }
+  return l;
+}
+
 }  // namespace rexnlu::backends::cuda

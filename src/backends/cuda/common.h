@@ -21,6 +21,17 @@ void check(cudaError_t status, const char* what);
 // After a kernel launch: a launch error (bad configuration, no device) as rexnlu::Error.
 void check_launch(const char* kernel);
 
+// What the kernels size their grids and shared memory by, for the current device.
+struct DeviceLimits {
+  int major = 0;       // compute capability
+  int smem_optin = 0;  // shared memory per block with the opt-in (bytes)
+  int sms = 0;         // multiprocessors
+};
+// False (limits untouched) when the current device cannot be queried.
+bool query_device_limits(DeviceLimits& limits);
+// The same, throwing rexnlu::Error naming `what` instead.
+DeviceLimits device_limits(const char* what);
+
 // Token rows of several sequences packed back to back (as models::PackedBatch), on the device.
 struct DeviceBatch {
   int num_sequences = 0;
