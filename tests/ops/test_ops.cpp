@@ -73,6 +73,10 @@ class OpsTest : public ::testing::TestWithParam<Device> {
   Linear make_linear(const std::vector<float>& w, const std::vector<float>& b, int64_t out, int64_t in) {
     return be().make_linear(host_ref(w.data(), {out, in}), b.empty() ? ConstTensorRef() : host_ref(b.data(), {out}));
   }
+  // One call of ops::disentangled_attention on random q|k|v and Qr|Kr (seeds seed, seed + 1) at
+  // `pos`, against the per-pair reference loops (1e-5), its scratch released (defined below).
+  void expect_attention_matches_reference(int L, int heads, int d, int rel_rows, const std::vector<int32_t>& pos,
+                                          uint32_t seed);
 
  private:
   std::unique_ptr<backends::Backend> be_;
@@ -310,11 +314,10 @@ DisentangledAttention fused_attention(const Tensor& qkv, const Tensor& rel, int 
   return a;
 }
 
-TEST_P(OpsTest, DisentangledAttentionMatchesPerPairReference) {
-  const int L = 23, heads = 3, d = 16, HD = heads * d, rel_rows = 16;  // small span: clamping is exercised
-  // (d = 16: the smallest head width the CUDA kernel has)
-  auto qkv = random_vec(size_t(L) * 3 * HD, 19), rel = random_vec(size_t(rel_rows) * 2 * HD, 20);
-  const std::vector<int32_t> pos = attention_positions(L);
+void OpsTest::expect_attention_matches_reference(int L, int heads, int d, int rel_rows,
+                                                 const std::vector<int32_t>& pos, uint32_t seed) {
+  const int HD = heads * d;
+  auto qkv = random_vec(size_t(L) * 3 * HD, seed), rel = random_vec(size_t(rel_rows) * 2 * HD, seed + 1);
   const std::vector<uint8_t> mask = attention_mask(L);
   const float scale = std::sqrt(float(d) * 3.0f);
   const std::vector<double> want = attention_reference(qkv, rel, pos, mask, L, heads, d, rel_rows, scale);
@@ -328,22 +331,19 @@ TEST_P(OpsTest, DisentangledAttentionMatchesPerPairReference) {
   expect_close(on_host(out), want, 1e-5);
 }
 
+// Small span: clamping is exercised (d = 16: the smallest head width the CUDA kernel has).
+TEST_P(OpsTest, DisentangledAttentionMatchesPerPairReference) {
+  expect_attention_matches_reference(23, 3, 16, 16, attention_positions(23), 19);
+}
+
 // Longer than one 32-row tile of the CPU kernel's c2p / p2c products (each query and key tile
 // computes only the relative rows its pairs index): tiles whose bands are clamped at either end of
 // the table and tiles whose bands are not, a partial last tile, non-monotonic positions.
 TEST_P(OpsTest, DisentangledAttentionOverSeveralTilesMatchesPerPairReference) {
-  const int L = 77, heads = 2, d = 16, HD = heads * d, rel_rows = 64;
-  auto qkv = random_vec(size_t(L) * 3 * HD, 23), rel = random_vec(size_t(rel_rows) * 2 * HD, 24);
+  const int L = 77;
   std::vector<int32_t> pos(L);
   for (int i = 0; i < L; ++i) pos[i] = i < 10 ? i : (i < 20 ? i - 8 : i + 3);  // repeats, a jump; span 80 > 64
-  const std::vector<uint8_t> mask = attention_mask(L);
-  const float scale = std::sqrt(float(d) * 3.0f);
-  const std::vector<double> want = attention_reference(qkv, rel, pos, mask, L, heads, d, rel_rows, scale);
-  Tensor qkv_d = on_device(qkv, {L, 3 * HD}), rel_d = on_device(rel, {rel_rows, 2 * HD});
-  Tensor pos_d = on_device(pos, {L}), mask_d = on_device(mask, {L, L});
-  Tensor out = on_device(std::vector<float>(size_t(L) * HD, 7.0f), {L, HD});
-  disentangled_attention(be(), fused_attention(qkv_d, rel_d, heads, scale, pos_d, mask_d, out.mutable_ref()));
-  expect_close(on_host(out), want, 1e-5);
+  expect_attention_matches_reference(L, 2, 16, 64, pos, 23);
 }
 
 // Packed: three sequences of different lengths in one call equal three one-sequence calls (which

@@ -14,7 +14,6 @@
 #include "backends/cpu/x86_intrinsics.h"
 #include "rexnlu/error.h"
 
-
 #if defined(REXNLU_BLAS_DNNL)
 #include <oneapi/dnnl/dnnl.h>
 #endif

@@ -121,6 +121,9 @@ __global__ void masked_softmax_kernel(float* scores, int rows, int cols, int ld,
   for (int c = lane; c < cols; c += 32) s[c] *= inv;
 }
 
+// Exact (erf) GELU of one value, in fp32.
+__device__ __forceinline__ float gelu_erf_value(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
+
 // rows x cols values, rows `ld` apart: rows over grid y, columns over grid x, so no value pays
 // for a 64-bit division (the earlier flat loop divided every index by cols; the FFN's GELU took
 // 36 us at L128 b32 in fp16, docs/benchmarks.md; what this saves is not measured yet).
@@ -130,8 +133,7 @@ __global__ void gelu_erf_kernel(T* x, size_t rows, size_t cols, size_t ld) {
     T* row = x + r * ld;
     for (size_t c = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; c < cols;
          c += static_cast<size_t>(gridDim.x) * blockDim.x) {
-      const float v = to_f32(row[c]);
-      row[c] = from_f32<T>(0.5f * v * (1.0f + erff(v * 0.70710678118654752f)));
+      row[c] = from_f32<T>(gelu_erf_value(to_f32(row[c])));
     }
   }
 }
@@ -146,10 +148,7 @@ __global__ void gelu_erf_vec_kernel(uint4* x, size_t vectors) {
     uint4 raw = x[i];
     T* v = reinterpret_cast<T*>(&raw);
 #pragma unroll
-    for (int u = 0; u < kPer; ++u) {
-      const float f = to_f32(v[u]);
-      v[u] = from_f32<T>(0.5f * f * (1.0f + erff(f * 0.70710678118654752f)));
-    }
+    for (int u = 0; u < kPer; ++u) v[u] = from_f32<T>(gelu_erf_value(to_f32(v[u])));
     x[i] = raw;
   }
 }
