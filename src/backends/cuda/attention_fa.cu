@@ -26,6 +26,12 @@
 // Products accumulate in fp32; P is rounded to the 16-bit type before P·V (as flash attention
 // and the WMMA kernel do). Masked entries are excluded by selection (never arithmetic on -inf),
 // padded keys read zero-filled K/V rows, and a row with no kept key is all zeros.
+// Every loop whose length depends on the positions runs a fixed, unrolled count with a guard
+// inside: ptxas of CUDA 13.0 (sm_90) miscompiled the computed trip count of the strided copy loop
+// `for (e = tid; e < n * kPr; e += kThreads)` over a window's relative rows (a max of three
+// terms took +rel_rows where -rel_rows was meant), so the copies ran past the window and read
+// rows beyond rel_rows: an illegal address in about 1 of 3 evals of the demo model (session 10,
+// found with REXNLU_FA_CHECKS and a GPU core dump; compute-sanitizer memcheck never saw it).
 #include <climits>
 #include <cstdint>
 #include <string>
@@ -45,6 +51,22 @@
 namespace rexnlu::backends::cuda {
 
 namespace {
+
+// A build with -DREXNLU_FA_CHECKS traps (printing the block and values) on a copy outside the
+// sequence's rows or the relative rows: how the ptxas miscompile below was found.
+#ifdef REXNLU_FA_CHECKS
+#define FA_CHECK(cond, ...) \
+  do {                      \
+    if (!(cond)) {          \
+      printf(__VA_ARGS__);  \
+      __trap();             \
+    }                       \
+  } while (0)
+#else
+#define FA_CHECK(cond, ...) \
+  do {                      \
+  } while (0)
+#endif
 
 constexpr int kWarps = 4;
 constexpr int kThreads = 32 * kWarps;
@@ -184,6 +206,7 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a)
       const bool ok = j0 + r < L;
       const size_t src = static_cast<size_t>(ok ? j0 + r : 0) * ld + p * 8;
       const uint32_t off = ((buf * kBk + r) * kLdh + p * 8) * 2;
+      FA_CHECK(!ok || j0 + r < L, "fa: chunk row %d of %d (block %d %d %d)\n", j0 + r, L, blockIdx.x, h, b);
       cp16(sbase + S::k + off, k + src, ok);
       cp16(sbase + S::v + off, v + src, ok);
     }
@@ -191,10 +214,14 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a)
   };
   // The ring holds relative rows [ring_lo, ring_hi] (empty: 0, -1); block-uniform bookkeeping.
   int ring_lo = 0, ring_hi = -1;
-  const auto fetch_rel_rows = [&](int lo, int hi) {  // rows [lo, hi] (none if lo > hi)
-    const int n = hi - lo + 1;
-    for (int e = tid; e < n * kPr; e += kThreads) {
+  const auto fetch_rel_rows = [&](int lo, int hi) {  // rows [lo, hi] (none if lo > hi; at most kRw)
+    const int n = (hi - lo + 1) * kPr;
+#pragma unroll
+    for (int i = 0; i < (kRw * kPr + kThreads - 1) / kThreads; ++i) {
+      const int e = tid + i * kThreads;
+      if (e >= n) break;
       const int r = lo + e / kPr, p = e % kPr;
+      FA_CHECK(r >= 0 && r < R, "fa: relative row %d of %d, rows [%d, %d] (block %d %d %d)\n", r, R, lo, hi, blockIdx.x, h, b);
       const uint32_t off = ((r % kRing) * kLdh + p * 8) * 2;
       const size_t src = static_cast<size_t>(r) * ldr + p * 8;
       cp16(sbase + S::kr + off, k_rel + src, true);
@@ -222,7 +249,10 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a)
   fetch_chunk(0, 0);
   // Query positions: the block's range, the warp's range, the thread's two rows.
   int qmn = INT_MAX, qmx = INT_MIN, wqmn = INT_MAX, wqmx = INT_MIN;
-  for (int r = lane; r < nq; r += 32) {
+#pragma unroll
+  for (int u = 0; u < (kBq + 31) / 32; ++u) {
+    const int r = lane + 32 * u;
+    if (r >= nq) break;
     const int p = pos[i0 + r];
     qmn = min(qmn, p), qmx = max(qmx, p);
     if (r >= 16 * wq && r < 16 * wq + 16) wqmn = min(wqmn, p), wqmx = max(wqmx, p);
@@ -385,7 +415,11 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a)
         if (!warp_rows || wkmn > wkmx) return;
         const int lo = max(clamp_rel(wqmn - wkmx + half, R) - r0, 0);
         const int hi = min(clamp_rel(wqmx - wkmn + half, R) - r0, nr - 1);
-        for (int t = lo >> 4; lo <= hi && t <= hi >> 4; ++t) {
+        if (lo > hi) return;
+#pragma unroll
+        for (int i = 0; i < kRw / 16; ++i) {  // window tiles [lo / 16, hi / 16] (hi < nr <= kRw)
+          const int t = (lo >> 4) + i;
+          if (t > hi >> 4) break;
           float acc[2][4] = {};
           const uint32_t addr = sbase + S::kr + ring_row(t);
 #pragma unroll
@@ -417,7 +451,13 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a)
           tlo[t] = lo >> 4, tn[t] = (hi >> 4) - (lo >> 4) + 1;
           items += tn[t];
         }
-        for (int it = kWK > 1 ? 0 : warp; it < items; it += kWK > 1 ? 1 : kWarps) {
+        // At most kRw / 16 window tiles per key tile (see c2p_tiles): WQ = 1 a warp has its own
+        // key tile's, WQ = 4 the block's kKt tiles' are dealt round the warps.
+        constexpr int kWarpItems = kWK > 1 ? kRw / 16 : (kKt * (kRw / 16) + kWarps - 1) / kWarps;
+#pragma unroll
+        for (int i = 0; i < kWarpItems; ++i) {
+          const int it = kWK > 1 ? i : warp + kWarps * i;
+          if (it >= items) break;
           // item it -> (key tile kt, window tile t): tiles in order, tn[u] items each
           int kt = 0, t = it, base = 0;
 #pragma unroll
@@ -575,7 +615,10 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a)
       if (qd == 0) ml[2 * (warp * 16 + r)] = m_run[rr], ml[2 * (warp * 16 + r) + 1] = l_run[rr];
     }
     __syncthreads();
-    for (int e = tid; e < nq * (D / 2); e += kThreads) {
+#pragma unroll
+    for (int i = 0; i < (kBq * (D / 2) + kThreads - 1) / kThreads; ++i) {
+      const int e = tid + i * kThreads;
+      if (e >= nq * (D / 2)) break;
       const int r = e / (D / 2), cc = 2 * (e % (D / 2));
       float mmax = -INFINITY;
 #pragma unroll
