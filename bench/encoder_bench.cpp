@@ -70,9 +70,9 @@ int main(int argc, char** argv) {
                                                                     options.device == rexnlu::Device::kCuda &&
                                                                     options.precision != rexnlu::Precision::kFloat32)
     engine += "-act32";  // fp32 activations (the default stores them in the weights' 16-bit type)
-  if (const char* k = std::getenv("REXNLU_CUDA_ATTENTION"); k != nullptr && std::string(k) == "fa" &&
+  if (const char* k = std::getenv("REXNLU_CUDA_ATTENTION"); k != nullptr && std::string(k) == "wmma" &&
                                                             options.device == rexnlu::Device::kCuda)
-    engine += "-fa";  // the flash attention kernel (opt-in, backends/cuda/ops.h)
+    engine += "-wmma";  // the WMMA attention kernel instead of the default flash one (backends/cuda/ops.h)
   // The full-size case has no vocab.txt: the embedding table's rows stand for the vocabulary.
   const std::filesystem::path dir = argv[1];
   const auto model = [&] {

@@ -546,9 +546,9 @@ void check_attention(const Batch& batch, int heads, int head_dim, DType t, const
       kg::disentangled_attention_fa(a, nullptr, rows);
       EXPECT_EQ(std::memcmp(got.data(), dout.floats(t).data(), got.size() * 4), 0) << label << ": run twice, other bits";
     }
-    // The dispatch runs it (tensor cores wherever supported, the flash kernel by default; WMMA
-    // at head_dim 16).
+    // The dispatch runs it (tensor cores wherever supported, the flash kernel; WMMA at head_dim 16).
     a.tensor_cores = 1;
+    a.tc_kernel = kernel;
     ASSERT_TRUE(kg::attention_uses_tensor_cores(a)) << what;
     dout.poison();
     kg::disentangled_attention(a, nullptr);
@@ -635,8 +635,8 @@ TEST_F(Gpu, DisentangledAttentionFlashMatchesCpu) {
   }
 }
 
-// The flash kernel at head_dim 16 (the tiny model's), run directly: not dispatched (see
-// attention_fa_supported) since it failed on the H200; kept apart so that its result shows.
+// The flash kernel at head_dim 16 (the tiny model's), run directly: not dispatched yet (see
+// attention_fa_supported); wrong on the H200 until the ptxas work-around (attention_fa.cu).
 TEST_F(Gpu, DisentangledAttentionFlashHeadDim16) {
   const auto fa = kg::TensorCoreKernel::kFlash;
   const Batch odd({17, 63, 65, 129, 191, 2}, 26, Positions::kContiguous), scattered({97, 64, 250, 3, 130}, 27, Positions::kScattered);

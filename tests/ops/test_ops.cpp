@@ -1065,7 +1065,7 @@ TEST(CudaAttentionKernel, EnvironmentVariableIsReadAndChecked) {
   }
   unsetenv("REXNLU_CUDA_ATTENTION");
   auto be = backends::make_backend(options);
-  EXPECT_EQ(CudaBackend::of(*be).attention_kernel(), TensorCoreKernel::kWmma);  // flash is opt-in (ops.h)
+  EXPECT_EQ(CudaBackend::of(*be).attention_kernel(), TensorCoreKernel::kFlash);  // the default (ops.h)
 #else
   GTEST_SKIP() << "built without CUDA";
 #endif

@@ -2,7 +2,7 @@
 // mma.sync m16n8k16 on sm_80+, 16-bit storage computed in that type (type == compute, F16 or
 // BF16), head_dim 64 or 16. cuda::disentangled_attention runs it wherever the tensor cores are
 // chosen (attention_uses_tensor_cores) and it applies when AttentionArgs::tc_kernel asks for it
-// (REXNLU_CUDA_ATTENTION=fa; opt-in, the WMMA kernel is the default: ops.h).
+// (the default; REXNLU_CUDA_ATTENTION=wmma turns it off: ops.h).
 #pragma once
 
 #include <cuda_runtime_api.h>

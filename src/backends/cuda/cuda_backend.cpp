@@ -52,7 +52,7 @@ CudaBackend::CudaBackend(int device_index, Precision precision)
   if (const char* k = std::getenv("REXNLU_CUDA_ATTENTION"); k != nullptr && *k != 0) {
     const std::string kernel(k);
     if (kernel != "fa" && kernel != "wmma")
-      throw InputError("REXNLU_CUDA_ATTENTION=" + kernel + ": expected fa (the flash kernel where it applies) or wmma (the default)");
+      throw InputError("REXNLU_CUDA_ATTENTION=" + kernel + ": expected fa (the flash kernel where it applies, the default) or wmma");
     attention_kernel_ = kernel == "fa" ? TensorCoreKernel::kFlash : TensorCoreKernel::kWmma;
   }
   name_ = cuda::describe(probe_device(index_));

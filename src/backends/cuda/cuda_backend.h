@@ -59,9 +59,8 @@ class CudaBackend final : public Backend {
   // REXNLU_CUDA_MMA_ATTENTION=0 never, =1 wherever supported (for tests and as a fallback).
   int attention_tensor_cores() const { return attention_tensor_cores_; }
   // Which tensor-core kernel (AttentionArgs::tc_kernel): the flash kernel where it applies
-  // (REXNLU_CUDA_ATTENTION=fa; opt-in until its races are fixed, ops.h) or always the WMMA one
-  // (REXNLU_CUDA_ATTENTION=wmma, the default);
-  // another value throws from the constructor.
+  // (REXNLU_CUDA_ATTENTION=fa, the default: ops.h) or always the WMMA one
+  // (REXNLU_CUDA_ATTENTION=wmma, the fallback); another value throws from the constructor.
   TensorCoreKernel attention_kernel() const { return attention_kernel_; }
   // Enqueues a product on the stream with this backend's cuBLASLt workspace.
   void gemm(const GemmArgs& args);
@@ -86,7 +85,7 @@ class CudaBackend final : public Backend {
   bool graphs_enabled_ = true;
   bool fp32_activations_ = false;  // true with REXNLU_CUDA_16BIT_ACTIVATIONS=0
   int attention_tensor_cores_ = -1;
-  TensorCoreKernel attention_kernel_ = TensorCoreKernel::kWmma;
+  TensorCoreKernel attention_kernel_ = TensorCoreKernel::kFlash;
 };
 
 }  // namespace rexnlu::backends::cuda

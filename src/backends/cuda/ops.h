@@ -51,10 +51,9 @@ void conv1d_k3_combine(DType taps_type, DType y_type, const void* taps, const De
 // leave shared memory (no L x L or L x 2k tensor in global memory).
 // The tensor-core kernel to run where the tensor cores are chosen (AttentionArgs::tc_kernel):
 // kFlash = the flash kernel (attention_fa.cu) wherever it applies (16-bit storage computed in
-// that type, head_dim 64), else the WMMA kernel; kWmma = always the WMMA kernel
-// (attention_mma.cu), the default: the flash kernel is 2.6-2.8x faster on the H200 but
-// compute-sanitizer found shared-memory races in its first version (docs/parity.md, session 9;
-// the fix is not yet run on a GPU). CudaBackend: REXNLU_CUDA_ATTENTION=fa|wmma.
+// that type, head_dim 64), else the WMMA kernel: the default (2.6-2.8x faster than the WMMA
+// kernel on the H200; docs/parity.md, session 10, on its correctness); kWmma = always the WMMA
+// kernel (attention_mma.cu). CudaBackend: REXNLU_CUDA_ATTENTION=fa|wmma.
 enum class TensorCoreKernel { kFlash, kWmma };
 struct AttentionArgs {
   DType type = DType::kF32;  // of q, k, v, q_rel, k_rel, out
@@ -68,7 +67,7 @@ struct AttentionArgs {
   // Where the tensor-core kernel runs (compute F16/BF16 only): -1 where its grid fills the GPU
   // (the default), 0 never, 1 wherever it is supported (CudaBackend: REXNLU_CUDA_MMA_ATTENTION).
   int tensor_cores = -1;
-  TensorCoreKernel tc_kernel = TensorCoreKernel::kWmma;
+  TensorCoreKernel tc_kernel = TensorCoreKernel::kFlash;
   DeviceBatch batch;
   int num_heads = 0;
   int head_dim = 0;  // 16, 32, 64 or 128
