@@ -13,7 +13,10 @@
 
 namespace rexnlu::backends {
 
-void Backend::begin_pass() { workspace_.reset(); }
+void Backend::begin_pass() {
+  workspace_.reset();
+  host_staging_.reset();
+}
 
 void Backend::run_recorded(const std::string&, const std::function<void()>& body) {
   const Workspace::Frame frame(workspace_);

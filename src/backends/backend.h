@@ -68,6 +68,10 @@ class Backend {
   virtual TensorRef output_for(TensorRef host) = 0;
   // Copies `src` into host memory `host` (same shape); nothing to do when they are the same memory.
   virtual void download(ConstTensorRef src, TensorRef host) = 0;
+  // `bytes` of host memory (64-byte aligned, uninitialised) valid until the next begin_pass(), for
+  // a pass's results on their way back before the caller splits them up: a device copies into it
+  // directly (page-locked memory on CUDA, which also stages upload()).
+  void* host_scratch(size_t bytes) { return host_staging_.alloc<std::byte>(bytes); }
 
   // ---- persistent memory (weights, constants computed at load)
   Tensor alloc_tensor(DType dtype, std::initializer_list<int64_t> shape);  // uninitialised
@@ -85,8 +89,11 @@ class Backend {
   virtual Linear make_linear_as(LinearRole role, ConstTensorRef weight, ConstTensorRef bias);
 
  protected:
-  Backend(Device device, Precision precision, Workspace::Allocator allocator)
-      : device_(device), precision_(precision), workspace_(allocator) {}
+  // `allocator`: the workspace's device memory; `host_allocator`: host_scratch()'s memory.
+  Backend(Device device, Precision precision, Workspace::Allocator allocator,
+          Workspace::Allocator host_allocator = Workspace::host_allocator())
+      : device_(device), precision_(precision), workspace_(allocator), host_staging_(host_allocator) {}
+  Workspace& host_staging() { return host_staging_; }  // reset by begin_pass()
   // Device memory that lives as long as the returned owner (aligned host memory on the CPU).
   virtual std::shared_ptr<void> allocate_persistent(size_t bytes) = 0;
   // Host -> device copy of a contiguous block (memcpy on the CPU).
@@ -96,6 +103,7 @@ class Backend {
   Device device_;
   Precision precision_;
   Workspace workspace_;
+  Workspace host_staging_;
 };
 
 // The backend for `options`, or rexnlu::Error (kInvalidInput) naming what this build cannot do,

@@ -95,6 +95,45 @@ std::vector<double> gemm_ref(bool trans_b, int M, int N, int K, float alpha, con
   return out;
 }
 
+// upload() takes the host bytes at the call (a device backend stages them: the host buffer may
+// change right after), also when a pass uploads more than its staging held before (it grows
+// mid-pass); host_scratch() hands out aligned, disjoint host memory for the pass, page-locked on
+// CUDA; a second pass reuses it all.
+TEST_P(OpsTest, UploadTakesTheBytesAtTheCallAndHostScratchLastsThePass) {
+  for (int pass = 0; pass < 2; ++pass) {
+    be().begin_pass();
+    std::vector<std::vector<float>> sent, buffers(6);
+    std::vector<ConstTensorRef> uploaded;
+    for (int i = 0; i < 6; ++i) {  // 6 x 1 MiB
+      buffers[i] = random_vec(size_t{1} << 18, 100 + i + 10 * pass);
+      sent.push_back(buffers[i]);
+      uploaded.push_back(be().upload(host_ref(buffers[i].data(), {static_cast<int64_t>(buffers[i].size())})));
+      // Overwritten at once on a device; the CPU backend reads `host` itself (backend.h).
+      if (GetParam() != Device::kCpu) std::fill(buffers[i].begin(), buffers[i].end(), -1.0f);
+    }
+    for (int i = 0; i < 6; ++i) {
+      std::vector<float> got(sent[i].size());
+      be().download(uploaded[i], host_ref(got.data(), {static_cast<int64_t>(got.size())}));
+      ASSERT_EQ(got, sent[i]) << "pass " << pass << ", upload " << i;
+    }
+    auto* a = static_cast<std::byte*>(be().host_scratch(100));
+    auto* b = static_cast<std::byte*>(be().host_scratch(3 << 20));
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(a) % 64, 0u);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(b) % 64, 0u);
+    EXPECT_TRUE(b >= a + 100 || b + (3 << 20) <= a) << "host_scratch blocks overlap";
+    std::fill(a, a + 100, std::byte{1});
+    std::fill(b, b + (3 << 20), std::byte{2});
+    EXPECT_EQ(a[99], std::byte{1});
+#if REXNLU_HAVE_CUDA
+    if (GetParam() == Device::kCuda) {
+      cudaPointerAttributes attr{};
+      ASSERT_EQ(cudaPointerGetAttributes(&attr, b), cudaSuccess);
+      EXPECT_EQ(attr.type, cudaMemoryTypeHost) << "host_scratch on CUDA is not page-locked";
+    }
+#endif
+  }
+}
+
 TEST_P(OpsTest, GemmMatchesReferenceLoopForBothLayoutsAndStrides) {
   // Sizes straddle the threading threshold and the 16-column split; leading dims exceed widths.
   for (auto [M, N, K] : {std::tuple{1, 1, 1}, {3, 5, 7}, {37, 130, 64}, {200, 300, 96}}) {

@@ -1,6 +1,7 @@
 #include "backends/cuda/cuda_backend.h"
 
 #include <cstdlib>
+#include <cstring>
 #include <new>
 #include <string>
 #include <string_view>
@@ -32,6 +33,28 @@ Workspace::Allocator device_allocator() {
   return {[](size_t bytes) { return device_malloc(bytes); }, [](void* p) { device_free(p); }, "GPU memory"};
 }
 
+// host_scratch() and upload()'s staging: page-locked, so that copies to and from the device are
+// DMA without the driver's own staging (a pageable upload also waits for the stream first). Where
+// the system refuses page-locked memory, ordinary memory (the same results, slower copies).
+Workspace::Allocator pinned_allocator() {
+  return {[](size_t bytes) -> void* {
+            void* p = nullptr;
+            if (cudaMallocHost(&p, bytes) == cudaSuccess) return p;
+            cudaGetLastError();  // not sticky: clear it
+            return std::aligned_alloc(64, bytes);  // Workspace blocks are multiples of 64 bytes
+          },
+          [](void* p) {
+            cudaPointerAttributes a{};
+            if (cudaPointerGetAttributes(&a, p) == cudaSuccess && a.type == cudaMemoryTypeHost) {
+              cudaFreeHost(p);
+            } else {
+              cudaGetLastError();
+              std::free(p);
+            }
+          },
+          "page-locked host memory"};
+}
+
 DType storage_type(Precision p) {
   return p == Precision::kFloat16 ? DType::kF16 : p == Precision::kBFloat16 ? DType::kBF16 : DType::kF32;
 }
@@ -47,7 +70,8 @@ struct CudaBackend::Graph {
 };
 
 CudaBackend::CudaBackend(int device_index, Precision precision)
-    : Backend(Device::kCuda, checked(device_index, precision), device_allocator()), index_(device_index) {
+    : Backend(Device::kCuda, checked(device_index, precision), device_allocator(), pinned_allocator()),
+      index_(device_index) {
   // Read first: a bad value throws before anything is created.
   if (const char* k = std::getenv("REXNLU_CUDA_ATTENTION"); k != nullptr && *k != 0) {
     const std::string kernel(k);
@@ -92,6 +116,9 @@ std::string CudaBackend::describe() const {
 
 void CudaBackend::begin_pass() {
   check(cudaSetDevice(index_), "cudaSetDevice");
+  // The previous pass's copies from and into the host staging must be over before it is reused
+  // (a pass normally ends with a download, which waited already).
+  check(cudaStreamSynchronize(stream_), "CudaBackend::begin_pass");
   Backend::begin_pass();
 }
 
@@ -136,8 +163,13 @@ ConstTensorRef CudaBackend::upload(ConstTensorRef host) {
   ConstTensorRef d = host;
   d.device = Device::kCuda;
   d.data = static_cast<const std::byte*>(p);
-  // From pageable memory the copy is staged before the call returns: `host` may change after.
-  if (bytes) check(cudaMemcpyAsync(p, host.data, bytes, cudaMemcpyHostToDevice, stream_), "CudaBackend::upload");
+  // Through the pass's page-locked staging (copied there before the call returns: `host` may
+  // change after), so the copy is an asynchronous DMA, not a wait for the stream.
+  if (bytes) {
+    void* staged = host_scratch(bytes);
+    std::memcpy(staged, host.data, bytes);
+    check(cudaMemcpyAsync(p, staged, bytes, cudaMemcpyHostToDevice, stream_), "CudaBackend::upload");
+  }
   return d;
 }
 

@@ -9,7 +9,9 @@
 // keeps fp32 activations instead (each linear layer then rounds its input to the weights' type;
 // slower at large batches, docs/benchmarks.md). Products accumulate in fp32; layer-norm
 // statistics, softmax and the link head (rotary, scores) are fp32 either way.
-// upload() / download() are real copies on the stream; download() waits for the stream.
+// upload() / download() are real copies on the stream; download() waits for the stream. Uploads go
+// through page-locked host memory (host_scratch(), recycled by begin_pass(), which first waits
+// for the previous pass's copies).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -37,7 +39,7 @@ class CudaBackend final : public Backend {
   static CudaBackend& of(Backend& backend);
 
   std::string describe() const override;
-  void begin_pass() override;  // also makes this GPU current on the calling thread
+  void begin_pass() override;  // also makes this GPU current on the calling thread and waits for its stream
   // CUDA graphs: the first pass with a key runs body (plans made, workspace grown), the second
   // is captured into a graph and launched, later ones launch the graph while the workspace
   // keeps its blocks (Workspace::generation). REXNLU_CUDA_GRAPHS=0 turns this off.

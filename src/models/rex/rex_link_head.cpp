@@ -26,11 +26,12 @@ void RexLinkHead::forward(backends::Backend& be, const PackedBatch& batch, Const
   ops::rotary_interleaved(be, qk.columns(H, H), positions, freqs_);
 
   // Every sequence's L x L block into one buffer, copied back once (one wait for the device, not
-  // one per sequence; on the CPU the products write the staging buffer directly).
+  // one per sequence; on the CPU the products write the staging buffer directly; on CUDA it is
+  // page-locked, so the copy is one DMA).
   int64_t total = 0;
   for (int b = 0; b < batch.num_sequences(); ++b) total += int64_t{batch.length(b)} * batch.length(b);
-  std::vector<float> staging(static_cast<size_t>(total));
-  const TensorRef host = host_ref(staging.data(), {total});
+  float* staging = static_cast<float*>(be.host_scratch(static_cast<size_t>(total) * sizeof(float)));
+  const TensorRef host = host_ref(staging, {total});
   const TensorRef z = be.output_for(host);
   int64_t at = 0;
   for (int b = 0; b < batch.num_sequences(); ++b) {
@@ -45,7 +46,7 @@ void RexLinkHead::forward(backends::Backend& be, const PackedBatch& batch, Const
   at = 0;
   for (int b = 0; b < batch.num_sequences(); ++b) {
     const int64_t n = int64_t{batch.length(b)} * batch.length(b);
-    out[b].assign(staging.begin() + at, staging.begin() + at + n);
+    out[b].assign(staging + at, staging + at + n);
     at += n;
   }
 }
