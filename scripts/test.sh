@@ -12,6 +12,12 @@ echo "== optimized build"
 "$root/scripts/build.sh" "$root/build" -DREXNLU_BUILD_TESTS=ON -DREXNLU_BUILD_BENCH=ON \
   -DREXNLU_TEST_PYPI_REFERENCES=ON -DCMAKE_CUDA_ARCHITECTURES=90
 (cd "$root/build" && ctest --output-on-failure -j"$(nproc)")
+if command -v nvcc > /dev/null; then
+  echo "== CUDA SASS check (ptxas 13.0 miscompile of session 10, tools/cuda_sass/check_vimnmx3.py)"
+  sass_py=$("$root/scripts/python_env.sh" cuda-sass)
+  nvdisasm=$(find "$(dirname "$(dirname "$sass_py")")" -name nvdisasm -type f | head -n 1)
+  "$sass_py" "$root/tools/cuda_sass/check_vimnmx3.py" "$nvdisasm"
+fi
 
 echo "== sanitizer build (AddressSanitizer + UndefinedBehaviorSanitizer)"
 # Without CUDA: no GPU runs its code here, and the optimized build above already compiles it.
