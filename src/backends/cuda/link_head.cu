@@ -32,20 +32,6 @@ struct Config {
   static_assert(kGroups * kTile * kTile <= kStage, "the partial sums reuse the stage's shared memory");
 };
 
-// Stores z (of sequence b at (i, j); `valid` false past L) into z_out and, when above the
-// threshold, appends it to the links: one atomic per warp. All 32 lanes must call it together.
-__device__ void emit(const LinkScoresArgs& a, int b, int L, int i, int j, float z, bool valid) {
-  if (valid && a.z_out) a.z_out[a.batch.mask_offsets[b] + static_cast<int64_t>(i) * L + j] = z;
-  const bool link = valid && z > a.threshold;
-  const unsigned mask = __ballot_sync(0xffffffffu, link);
-  if (mask == 0) return;
-  const int lane = static_cast<int>(threadIdx.x % 32), leader = __ffs(mask) - 1;
-  int slot = 0;
-  if (lane == leader) slot = atomicAdd(a.count, __popc(mask));
-  slot = __shfl_sync(0xffffffffu, slot, leader) + __popc(mask & ((1u << lane) - 1u));
-  if (link && slot < a.capacity) a.links[slot] = Link{b, i, j, z};
-}
-
 // The 4 floats at dims d, d+1, d+2, d+3 of `row` (zeros at and past dim). vec: 16-byte loads
 // (row 16-byte aligned and dim a multiple of 4, checked by link_scores()).
 __device__ __forceinline__ float4 load4(const float* row, int d, int dim, bool vec) {
@@ -112,21 +98,47 @@ __global__ void __launch_bounds__(kThreads) link_scores_kernel(LinkScoresArgs a,
   }
 
   // Partial sums to shared memory ([group][i][j], over the stage buffers), then each thread adds
-  // the groups of kTile^2 / 256 outputs (consecutive threads: consecutive j, coalesced stores).
+  // up the groups of kOut outputs (consecutive threads: consecutive j, coalesced stores).
   float* part = smem;
 #pragma unroll
   for (int u = 0; u < 4; ++u)
     *reinterpret_cast<float4*>(part + (g * kTile + 4 * ty + u) * kTile + 4 * tx) =
         make_float4(acc[u][0], acc[u][1], acc[u][2], acc[u][3]);
   __syncthreads();
-#pragma unroll
-  for (int n = 0; n < kTile * kTile / kThreads; ++n) {
+  constexpr int kOut = kTile * kTile / kThreads;
+  const auto ij = [&](int n) {  // (i, j) of output n of this thread
     const int o = static_cast<int>(threadIdx.x) + kThreads * n;
-    float z = part[o];
+    return int2{i0 + o / kTile, j0 + o % kTile};
+  };
+  float z[kOut];
+  unsigned links[kOut];  // which lanes of the warp have a link at output n
+  int total = 0;
 #pragma unroll
-    for (int h = 1; h < kGroups; ++h) z += part[h * kTile * kTile + o];
-    const int i = i0 + o / kTile, j = j0 + o % kTile;
-    emit(a, b, L, i, j, z, i < L && j < L);
+  for (int n = 0; n < kOut; ++n) {
+    const int o = static_cast<int>(threadIdx.x) + kThreads * n;
+    z[n] = part[o];
+#pragma unroll
+    for (int h = 1; h < kGroups; ++h) z[n] += part[h * kTile * kTile + o];
+    const int2 p = ij(n);
+    const bool valid = p.x < L && p.y < L;
+    if (valid && a.z_out) a.z_out[a.batch.mask_offsets[b] + static_cast<int64_t>(p.x) * L + p.y] = z[n];
+    links[n] = __ballot_sync(0xffffffffu, valid && z[n] > a.threshold);
+    total += __popc(links[n]);
+  }
+  // The warp's links: one atomic for all of them, then each lane writes its own.
+  if (total == 0) return;  // the whole warp
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  int slot = 0;
+  if (lane == 0) slot = atomicAdd(a.count, total);
+  slot = __shfl_sync(0xffffffffu, slot, 0);
+#pragma unroll
+  for (int n = 0; n < kOut; ++n) {
+    if (links[n] >> lane & 1u) {
+      const int at = slot + __popc(links[n] & ((1u << lane) - 1u));
+      const int2 p = ij(n);
+      if (at < a.capacity) a.links[at] = Link{b, p.x, p.y, z[n]};
+    }
+    slot += __popc(links[n]);
   }
 }
 
