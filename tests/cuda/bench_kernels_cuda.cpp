@@ -98,8 +98,8 @@ int main() {
 
   std::printf("| shape | type | qkv GEMM | attention (fused) | out GEMM+bias | LN+res | FFN up | GELU | FFN down | LN+res | "
               "layer sum | x12 layers | head GEMM (f32 out) | rotary | link scores | attention share | attention mma, 64 rows / 16 rows x 4 key groups | "
-              "attention fa, by grid / 64 rows / 16 rows |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+              "attention fa, by grid / 64 rows / 16 rows | link scores, tile 16 / 32 / 64 |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (auto [L, B] : {std::pair{128, 1}, {128, 8}, {128, 32}, {512, 1}, {512, 8}}) {
     const int T = L * B;
     std::vector<int32_t> offsets{0}, pos;
@@ -188,8 +188,14 @@ int main() {
       const double fa16 = fa_ok ? time_us(s, [&] { kg::disentangled_attention_fa(af, s, 16); }) : -1.0;
       std::printf(" %.1f | %.0f | %.1f | %.1f | %.1f | %.0f%% | %.1f / %.1f |", layer, 12 * layer, head, rot, link,
                   100.0 * us[1] / layer, mma1, mma4);
-      if (fa_ok) std::printf(" %.1f / %.1f / %.1f |\n", fa0, fa64, fa16);
-      else std::printf(" - |\n");
+      if (fa_ok) std::printf(" %.1f / %.1f / %.1f |", fa0, fa64, fa16);
+      else std::printf(" - |");
+      // The link scores' configurations (link_head.cu; "link scores" above: the one picked by the grid).
+      for (const int tile : {16, 32, 64}) {
+        kg::LinkScoresArgs lt = ls;
+        lt.tile = tile;
+        std::printf(" %.1f%s", time_us(s, [&] { kg::link_scores(lt, s); }), tile == 64 ? " |\n" : " /");
+      }
       for (void* p : {h, qkv, rel, w_qkv, b_qkv, w_o, w_i, w_out, bias_h, ctx, attn, inter, static_cast<void*>(gamma),
                       static_cast<void*>(beta), w_head, static_cast<void*>(b_head), static_cast<void*>(qk),
                       static_cast<void*>(freqs), links, static_cast<void*>(count)})

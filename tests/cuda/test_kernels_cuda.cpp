@@ -19,7 +19,6 @@
 #include <cstring>
 #include <numeric>
 #include <random>
-#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -227,6 +226,12 @@ TEST(CudaHost, AttentionRejectsBadArgumentsBeforeTouchingTheGpu) {
   EXPECT_THROW(kg::disentangled_attention(a, nullptr), Error);
 }
 
+TEST(CudaHost, LinkScoresRejectsAnUnknownTile) {
+  kg::LinkScoresArgs a;
+  a.batch.num_sequences = 1, a.batch.max_length = 8, a.dim = 16, a.ld = 32, a.tile = 48;
+  EXPECT_THROW(kg::link_scores(a, nullptr), Error);
+}
+
 // ---- GPU comparisons ----------------------------------------------------------------------
 
 class Gpu : public ::testing::Test {
@@ -312,27 +317,34 @@ TEST_F(Gpu, GemmMatchesCpuAtLargeBatchRowCounts) {
 }
 
 TEST_F(Gpu, LayerNormWithResidualMatchesCpu) {
-  // 768 and 100: one warp per row (all lanes full, and partly empty lanes); 1536: one block per row.
-  for (const int cols : {768, 100, 1536}) {
-  const int rows = 300;
-  auto gamma = random_vec(cols, 7, 0.5f, 1.5f), beta = random_vec(cols, 8);
-  auto dg = DeviceBuffer::from(gamma), dbeta = DeviceBuffer::from(beta);
-  for (DType t : kTypes) {
-    for (bool with_residual : {true, false}) {
-      auto x = random_vec(size_t(rows) * cols, 9, -3.0f, 5.0f), r = random_vec(size_t(rows) * cols, 10);
-      round_to(x, t), round_to(r, t);
-      std::vector<float> want(x.size());
-      kc::layer_norm(x.data(), with_residual ? r.data() : nullptr, gamma.data(), beta.data(), 1e-7f, rows, cols,
-                     want.data());
-      auto dx = DeviceBuffer::from(x, t), dr = DeviceBuffer::from(r, t);
-      // y aliases x, as the encoder calls it.
-      kg::layer_norm(t, t, dx.get(), with_residual ? dr.get() : nullptr, dg.get<float>(), dbeta.get<float>(), 1e-7f,
-                     rows, cols, dx.get(), nullptr);
-      expect_close(dx.floats(t), want, tolerance(t),
-                   std::string("layer_norm ") + (with_residual ? "+residual " : "") + name(t) + " cols " +
-                       std::to_string(cols));
+  // One warp per row with 16-byte accesses where cols % 8 == 0 and <= 1024 (768: 3 chunks of 8 per
+  // lane; 128, 264, 776: lanes without a chunk or with one more; 1024: 4 full), the scalar warp
+  // kernel otherwise (100; and every width with the tensors one element off 16-byte alignment),
+  // one block per row past 1024 (1536). 301 rows: the last block of 4 warps has 1 row.
+  const int rows = 301;
+  for (const int cols : {768, 100, 1536, 128, 264, 776, 1024}) {
+    auto gamma = random_vec(cols, 7, 0.5f, 1.5f), beta = random_vec(cols, 8);
+    auto dg = DeviceBuffer::from(gamma), dbeta = DeviceBuffer::from(beta);
+    for (DType t : kTypes) {
+      for (const int off : {0, 1}) {
+        for (bool with_residual : {true, false}) {
+          auto x = random_vec(size_t(rows) * cols + off, 9, -3.0f, 5.0f), r = random_vec(size_t(rows) * cols + off, 10);
+          round_to(x, t), round_to(r, t);
+          std::vector<float> want(x.begin() + off, x.end());
+          kc::layer_norm(x.data() + off, with_residual ? r.data() + off : nullptr, gamma.data(), beta.data(), 1e-7f,
+                         rows, cols, want.data());
+          auto dx = DeviceBuffer::from(x, t), dr = DeviceBuffer::from(r, t);
+          char* xs = dx.get<char>() + off * dtype_size(t);
+          // y aliases x, as the encoder calls it.
+          kg::layer_norm(t, t, xs, with_residual ? dr.get<char>() + off * dtype_size(t) : nullptr, dg.get<float>(),
+                         dbeta.get<float>(), 1e-7f, rows, cols, xs, nullptr);
+          const std::vector<float> all = dx.floats(t);
+          expect_close(std::vector<float>(all.begin() + off, all.end()), want, tolerance(t),
+                       std::string("layer_norm ") + (with_residual ? "+residual " : "") + name(t) + " cols " +
+                           std::to_string(cols) + (off ? " unaligned" : ""));
+        }
+      }
     }
-  }
   }
 }
 
@@ -669,51 +681,92 @@ TEST_F(Gpu, DisentangledAttentionTinyModelHeadDim16) {
   check_attention(batch, 4, 16, DType::kF32, "attention 4x16 (tiny model)");
 }
 
-TEST_F(Gpu, LinkScoresMatchCpuAndCopyBackOnlyLinks) {
-  const int H = 768, ld = 2 * H;
-  const Batch batch({128, 40, 3, 300}, 24);
+// The link scores of a packed batch (q | k rows of `dim` values each, row stride ld >= 2 dim)
+// with each output tile (0 = the one link_scores picks for this GPU; 16, 32, 64 forced: every
+// kernel configuration of link_head.cu runs on every shape): Z against the CPU product, every
+// link a CPU link, every clear CPU link found, sorted; and a second run gives the same bits.
+void check_link_scores(const std::vector<int>& lengths, int dim, int ld, const std::string& what) {
+  const Batch batch(lengths, 24);
   auto qk = random_vec(size_t(batch.rows) * ld, 25, -0.3f, 0.3f);
   std::vector<float> want(batch.masks.size());
   for (int b = 0; b < batch.size(); ++b) {
     const float* q = qk.data() + size_t(batch.offsets[b]) * ld;
-    kc::gemm(true, batch.length(b), batch.length(b), H, 1.0f, q, ld, q + H, ld, 0.0f,
+    kc::gemm(true, batch.length(b), batch.length(b), dim, 1.0f, q, ld, q + dim, ld, 0.0f,
              want.data() + batch.mask_offsets[b], batch.length(b));
   }
+  size_t clear = 0;  // CPU links that no rounding can lose
+  for (float z : want) clear += z > 1e-3f;
+  ASSERT_GT(clear, want.size() / 4) << what;
   DeviceBatchBuffers db(batch);
   auto dqk = DeviceBuffer::from(qk, DType::kF32);
-  DeviceBuffer dz(want.size() * 4), dlinks(sizeof(kg::Link) * want.size()), dcount(sizeof(int));
-  dz.poison();
-  kg::LinkScoresArgs a;
-  a.batch = db.view, a.q = dqk.get<float>(), a.k = dqk.get<float>() + H, a.ld = ld, a.dim = H;
-  a.threshold = 0.0f, a.links = dlinks.get<kg::Link>(), a.capacity = static_cast<int>(want.size());
-  a.count = dcount.get<int>(), a.z_out = dz.get<float>();
-  kg::link_scores(a, nullptr);
-  expect_close(dz.floats(DType::kF32), want, 1e-4, "link scores Z f32");
-  const std::vector<kg::Link> links = kg::fetch_links(a, nullptr);
-  // Every link found is a CPU link, every clear CPU link (|Z| > 1e-3) is found, in row-major order.
-  std::set<std::tuple<int, int, int>> found;
-  for (const kg::Link& l : links) {
-    found.insert({l.sequence, l.row, l.col});
-    const float z = want[batch.mask_offsets[l.sequence] + int64_t(l.row) * batch.length(l.sequence) + l.col];
-    EXPECT_GT(z, -1e-3f);
-    EXPECT_NEAR(l.logit, z, 1e-4 * std::max(1.0f, std::abs(z)));
+  DeviceBuffer dz(want.size() * 4), dz2(want.size() * 4), dlinks(sizeof(kg::Link) * want.size()), dcount(sizeof(int));
+  for (const int tile : {0, 16, 32, 64}) {
+    const std::string at = what + " tile " + std::to_string(tile);
+    dz.poison(), dz2.poison();
+    kg::LinkScoresArgs a;
+    a.batch = db.view, a.q = dqk.get<float>(), a.k = dqk.get<float>() + dim, a.ld = ld, a.dim = dim;
+    a.threshold = 0.0f, a.links = dlinks.get<kg::Link>(), a.capacity = static_cast<int>(want.size());
+    a.count = dcount.get<int>(), a.z_out = dz.get<float>(), a.tile = tile;
+    kg::link_scores(a, nullptr);
+    const std::vector<float> got = dz.floats(DType::kF32);
+    expect_close(got, want, 1e-4, "link scores Z f32 " + at);
+    const std::vector<kg::Link> links = kg::fetch_links(a, nullptr);
+    std::vector<uint8_t> found(want.size(), 0);  // by index into want
+    for (const kg::Link& l : links) {
+      ASSERT_TRUE(l.sequence >= 0 && l.sequence < batch.size() && l.row >= 0 && l.row < batch.length(l.sequence) &&
+                  l.col >= 0 && l.col < batch.length(l.sequence)) << at;
+      const int64_t n = batch.mask_offsets[l.sequence] + int64_t(l.row) * batch.length(l.sequence) + l.col;
+      ASSERT_EQ(found[n]++, 0) << at << ": a link twice";
+      EXPECT_GT(want[n], -1e-3f) << at;
+      EXPECT_NEAR(l.logit, want[n], 1e-4 * std::max(1.0f, std::abs(want[n]))) << at;
+    }
+    for (size_t n = 0; n < want.size(); ++n)
+      ASSERT_TRUE(want[n] <= 1e-3f || found[n]) << at << ": missing the link at " << n;
+    EXPECT_TRUE(std::is_sorted(links.begin(), links.end(), [](const kg::Link& x, const kg::Link& y) {
+      return std::tie(x.sequence, x.row, x.col) < std::tie(y.sequence, y.row, y.col);
+    })) << at;
+    // Run to run: the same bits (fixed summation order, no atomics in the sums).
+    a.z_out = dz2.get<float>();
+    kg::link_scores(a, nullptr);
+    const std::vector<kg::Link> again = kg::fetch_links(a, nullptr);
+    EXPECT_EQ(std::memcmp(got.data(), dz2.floats(DType::kF32).data(), got.size() * 4), 0) << at << ": other bits";
+    ASSERT_EQ(again.size(), links.size()) << at;
+    for (size_t n = 0; n < links.size(); ++n)
+      EXPECT_EQ(std::memcmp(&again[n], &links[n], sizeof(kg::Link)), 0) << at << ": link " << n << " differs";
   }
-  size_t clear = 0;
-  for (int b = 0; b < batch.size(); ++b)
-    for (int i = 0; i < batch.length(b); ++i)
-      for (int j = 0; j < batch.length(b); ++j)
-        if (want[batch.mask_offsets[b] + int64_t(i) * batch.length(b) + j] > 1e-3f) {
-          ++clear;
-          EXPECT_TRUE(found.count({b, i, j})) << b << " " << i << " " << j;
-        }
-  EXPECT_GT(clear, 1000u);
-  EXPECT_TRUE(std::is_sorted(links.begin(), links.end(), [](const kg::Link& x, const kg::Link& y) {
-    return std::tie(x.sequence, x.row, x.col) < std::tie(y.sequence, y.row, y.col);
-  }));
+}
+
+TEST_F(Gpu, LinkScoresMatchCpuAndCopyBackOnlyLinks) {
+  check_link_scores({128, 40, 3, 300}, 768, 2 * 768, "mixed lengths");
   // A buffer too small is reported, not overrun.
-  a.capacity = 10;
+  const Batch batch({128}, 24);
+  auto qk = random_vec(size_t(batch.rows) * 2 * 768, 25, -0.3f, 0.3f);
+  DeviceBatchBuffers db(batch);
+  auto dqk = DeviceBuffer::from(qk, DType::kF32);
+  DeviceBuffer dlinks(sizeof(kg::Link) * 10), dcount(sizeof(int));
+  kg::LinkScoresArgs a;
+  a.batch = db.view, a.q = dqk.get<float>(), a.k = dqk.get<float>() + 768, a.ld = 2 * 768, a.dim = 768;
+  a.threshold = 0.0f, a.links = dlinks.get<kg::Link>(), a.capacity = 10, a.count = dcount.get<int>();
   kg::link_scores(a, nullptr);
   EXPECT_THROW(kg::fetch_links(a, nullptr), Error);
+}
+
+// The shapes where link_scores picks its configurations (issue 13: 16 blocks at batch 1, L 128).
+TEST_F(Gpu, LinkScoresBatchOneL128) { check_link_scores({128}, 768, 2 * 768, "b1 L128"); }
+TEST_F(Gpu, LinkScoresL512Batch8) { check_link_scores(std::vector<int>(8, 512), 768, 2 * 768, "b8 L512"); }
+
+// Lengths around every tile edge, and many short sequences (prompts of a batch).
+TEST_F(Gpu, LinkScoresOddLengthsAndManySequences) {
+  check_link_scores({1, 2, 7, 15, 16, 17, 31, 33, 63, 64, 65, 127, 129}, 768, 2 * 768, "odd lengths");
+  std::vector<int> many;
+  for (int b = 0; b < 100; ++b) many.push_back(5 + (b * 37) % 60);
+  check_link_scores(many, 768, 2 * 768, "100 sequences");
+}
+
+// dim not a multiple of 4 nor of any stage depth, an odd row stride: the scalar loads.
+TEST_F(Gpu, LinkScoresUnalignedRowsAndShortDims) {
+  check_link_scores({50, 9, 70}, 70, 141, "dim 70 ld 141");
+  check_link_scores({50, 9, 70}, 36, 72, "dim 36 ld 72");  // 16-byte loads, one partial stage
 }
 
 }  // namespace

@@ -11,66 +11,166 @@ namespace rexnlu::backends::cuda {
 
 namespace {
 
-// Small tiles: at batch 1 a sequence has few of them, and each block's loop over the 768 dims
-// is latency-bound, so more blocks beat more reuse per block.
-constexpr int kTile = 32;   // output tile kTile x kTile per block
-constexpr int kDepth = 32;  // dims per shared-memory step
-constexpr int kThreads = 256;  // 16 x 16 threads, 2 x 2 outputs each
-constexpr int kPer = kTile / 16;
+// One block of 256 threads computes a kTile x kTile tile of Z; its threads form kGroups groups
+// of (kTile/4)^2, each thread holding 4 x 4 outputs. The q and k rows of the tile pass through
+// shared memory kDepth dims per stage (16 floats per thread, loaded during the previous stage's
+// products); group g takes the g-th slice of kSlice dims of every stage, and at the end the
+// groups' partial sums are added in the fixed order g = 0, 1, ... (deterministic). Small tiles
+// with many groups give a small grid (batch 1, L = 128) many blocks and short dependency chains;
+// large tiles reuse more (4 x 4 outputs per two 16-byte shared-memory reads in every config).
+constexpr int kThreads = 256;
 
-__global__ void link_scores_kernel(LinkScoresArgs a) {
+template <int kTile, int kGroups>
+struct Config {
+  static constexpr int kSide = kTile / 4;           // threads of a group along i and along j
+  static constexpr int kDepth = 2048 / kTile;       // dims per stage: 2 x kTile x kDepth = 16 floats a thread
+  static constexpr int kSlice = kDepth / kGroups;   // dims per group and stage
+  static constexpr int kPitch = kTile + 4;          // floats per dim in shared memory (16-byte rows)
+  static constexpr int kStage = 2 * kDepth * kPitch;  // q then k, [dim][row]
+  static constexpr int kLoads = 2 * kTile * kDepth / 4 / kThreads;  // float4 loads per thread and stage
+  static_assert(kSide * kSide * kGroups == kThreads && kSlice * kGroups == kDepth && kLoads == 4 && kDepth % 8 == 0);
+  static_assert(kGroups * kTile * kTile <= kStage, "the partial sums reuse the stage's shared memory");
+};
+
+// The 4 floats at dims d, d+1, d+2, d+3 of `row` (zeros at and past dim). vec: 16-byte loads
+// (row 16-byte aligned and dim a multiple of 4, checked by link_scores()).
+__device__ __forceinline__ float4 load4(const float* row, int d, int dim, bool vec) {
+  if (vec) return d < dim ? *reinterpret_cast<const float4*>(row + d) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  return make_float4(d < dim ? row[d] : 0.0f, d + 1 < dim ? row[d + 1] : 0.0f, d + 2 < dim ? row[d + 2] : 0.0f,
+                     d + 3 < dim ? row[d + 3] : 0.0f);
+}
+
+template <int kTile, int kGroups>
+__global__ void __launch_bounds__(kThreads) link_scores_kernel(LinkScoresArgs a, bool vec) {
+  using C = Config<kTile, kGroups>;
   const int b = blockIdx.z;
   const int row0 = a.batch.offsets[b];
   const int L = a.batch.offsets[b + 1] - row0;
   const int i0 = blockIdx.y * kTile, j0 = blockIdx.x * kTile;
-  if (i0 >= L || j0 >= L) return;
-  __shared__ float qs[kDepth][kTile + 4], ks[kDepth][kTile + 4];
-  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
-  float acc[kPer][kPer] = {};
-  for (int d0 = 0; d0 < a.dim; d0 += kDepth) {
-    for (int e = threadIdx.x; e < kTile * kDepth; e += kThreads) {
-      const int r = e / kDepth, d = e % kDepth;
-      const bool in_d = d0 + d < a.dim;
-      qs[d][r] = (i0 + r < L && in_d) ? a.q[static_cast<size_t>(row0 + i0 + r) * a.ld + d0 + d] : 0.0f;
-      ks[d][r] = (j0 + r < L && in_d) ? a.k[static_cast<size_t>(row0 + j0 + r) * a.ld + d0 + d] : 0.0f;
+  if (i0 >= L || j0 >= L) return;  // the whole block
+  __shared__ __align__(16) float smem[C::kStage];
+  float* qs = smem;                       // [kDepth][kPitch]: q rows i0.. of the stage's dims
+  float* ks = smem + C::kDepth * C::kPitch;  // k rows j0..
+  const int g = static_cast<int>(threadIdx.x) / (C::kSide * C::kSide);
+  const int tx = static_cast<int>(threadIdx.x) % C::kSide, ty = static_cast<int>(threadIdx.x) / C::kSide % C::kSide;
+
+  // Stage loads: pre[0..1] from q, pre[2..3] from k. Float4 number e of a matrix's stage: row
+  // e / 2 % kTile, dims c = e / 2 / kTile * 8 + e % 2 * 4: two threads read a row's 32-byte
+  // sector, and the next pairs the next rows, so that the transposed stores below (dim-major)
+  // hit 32 different banks (threads reading along a row would put 16 on one bank).
+  float4 pre[C::kLoads];
+  const auto row_of = [](int e) { return e / 2 % kTile; };
+  const auto dim_of = [](int e) { return e / 2 / kTile * 8 + e % 2 * 4; };
+  const auto load_stage = [&](int d0) {
+#pragma unroll
+    for (int u = 0; u < C::kLoads; ++u) {
+      const int m = u / 2, e = static_cast<int>(threadIdx.x) + kThreads * (u % 2);
+      const int r = row_of(e), c = dim_of(e);
+      const int t = (m == 0 ? i0 : j0) + r;
+      pre[u] = t < L ? load4((m == 0 ? a.q : a.k) + static_cast<size_t>(row0 + t) * a.ld, d0 + c, a.dim, vec)
+                     : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    }
+  };
+  float acc[4][4] = {};
+  const int stages = (a.dim + C::kDepth - 1) / C::kDepth;
+  load_stage(0);
+  for (int s = 0; s < stages; ++s) {
+#pragma unroll
+    for (int u = 0; u < C::kLoads; ++u) {
+      const int m = u / 2, e = static_cast<int>(threadIdx.x) + kThreads * (u % 2);
+      float* dst = smem + (m * C::kDepth + dim_of(e)) * C::kPitch + row_of(e);
+      dst[0] = pre[u].x, dst[C::kPitch] = pre[u].y, dst[2 * C::kPitch] = pre[u].z, dst[3 * C::kPitch] = pre[u].w;
     }
     __syncthreads();
+    if (s + 1 < stages) load_stage((s + 1) * C::kDepth);  // in flight during the products below
 #pragma unroll
-    for (int d = 0; d < kDepth; ++d) {
-      float qv[kPer], kv[kPer];
+    for (int dd = 0; dd < C::kSlice; ++dd) {
+      const int d = g * C::kSlice + dd;
+      const float4 q4 = *reinterpret_cast<const float4*>(qs + d * C::kPitch + 4 * ty);
+      const float4 k4 = *reinterpret_cast<const float4*>(ks + d * C::kPitch + 4 * tx);
+      const float qv[4] = {q4.x, q4.y, q4.z, q4.w}, kv[4] = {k4.x, k4.y, k4.z, k4.w};
 #pragma unroll
-      for (int u = 0; u < kPer; ++u) {
-        qv[u] = qs[d][ty + 16 * u];
-        kv[u] = ks[d][tx + 16 * u];
-      }
+      for (int u = 0; u < 4; ++u)
 #pragma unroll
-      for (int u = 0; u < kPer; ++u)
-#pragma unroll
-        for (int w = 0; w < kPer; ++w) acc[u][w] = fmaf(qv[u], kv[w], acc[u][w]);
+        for (int w = 0; w < 4; ++w) acc[u][w] = fmaf(qv[u], kv[w], acc[u][w]);
     }
     __syncthreads();
   }
-  const int64_t zbase = a.batch.mask_offsets[b];
-  for (int u = 0; u < kPer; ++u)
-    for (int w = 0; w < kPer; ++w) {
-      const int i = i0 + ty + 16 * u, j = j0 + tx + 16 * w;
-      if (i >= L || j >= L) continue;
-      const float z = acc[u][w];
-      if (a.z_out) a.z_out[zbase + static_cast<int64_t>(i) * L + j] = z;
-      if (z > a.threshold) {
-        const int slot = atomicAdd(a.count, 1);
-        if (slot < a.capacity) a.links[slot] = Link{b, i, j, z};
-      }
+
+  // Partial sums to shared memory ([group][i][j], over the stage buffers), then each thread adds
+  // up the groups of kOut outputs (consecutive threads: consecutive j, coalesced stores).
+  float* part = smem;
+#pragma unroll
+  for (int u = 0; u < 4; ++u)
+    *reinterpret_cast<float4*>(part + (g * kTile + 4 * ty + u) * kTile + 4 * tx) =
+        make_float4(acc[u][0], acc[u][1], acc[u][2], acc[u][3]);
+  __syncthreads();
+  constexpr int kOut = kTile * kTile / kThreads;
+  const auto ij = [&](int n) {  // (i, j) of output n of this thread
+    const int o = static_cast<int>(threadIdx.x) + kThreads * n;
+    return int2{i0 + o / kTile, j0 + o % kTile};
+  };
+  float z[kOut];
+  unsigned links[kOut];  // which lanes of the warp have a link at output n
+  int total = 0;
+#pragma unroll
+  for (int n = 0; n < kOut; ++n) {
+    const int o = static_cast<int>(threadIdx.x) + kThreads * n;
+    z[n] = part[o];
+#pragma unroll
+    for (int h = 1; h < kGroups; ++h) z[n] += part[h * kTile * kTile + o];
+    const int2 p = ij(n);
+    const bool valid = p.x < L && p.y < L;
+    if (valid && a.z_out) a.z_out[a.batch.mask_offsets[b] + static_cast<int64_t>(p.x) * L + p.y] = z[n];
+    links[n] = __ballot_sync(0xffffffffu, valid && z[n] > a.threshold);
+    total += __popc(links[n]);
+  }
+  // The warp's links: one atomic for all of them, then each lane writes its own.
+  if (total == 0) return;  // the whole warp
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  int slot = 0;
+  if (lane == 0) slot = atomicAdd(a.count, total);
+  slot = __shfl_sync(0xffffffffu, slot, 0);
+#pragma unroll
+  for (int n = 0; n < kOut; ++n) {
+    if (links[n] >> lane & 1u) {
+      const int at = slot + __popc(links[n] & ((1u << lane) - 1u));
+      const int2 p = ij(n);
+      if (at < a.capacity) a.links[at] = Link{b, p.x, p.y, z[n]};
     }
+    slot += __popc(links[n]);
+  }
+}
+
+template <int kTile, int kGroups>
+void launch(const LinkScoresArgs& a, bool vec, cudaStream_t stream) {
+  const unsigned tiles = static_cast<unsigned>((a.batch.max_length + kTile - 1) / kTile);
+  link_scores_kernel<kTile, kGroups>
+      <<<dim3(tiles, tiles, static_cast<unsigned>(a.batch.num_sequences)), kThreads, 0, stream>>>(a, vec);
 }
 
 }  // namespace
 
 void link_scores(const LinkScoresArgs& a, cudaStream_t stream) {
+  if (a.tile != 0 && a.tile != 16 && a.tile != 32 && a.tile != 64)
+    throw InternalError("cuda::link_scores: tile must be 0, 16, 32 or 64, got " + std::to_string(a.tile));
   check(cudaMemsetAsync(a.count, 0, sizeof(int), stream), "cuda::link_scores count");
   if (a.batch.num_sequences <= 0) return;
-  const int tiles = (a.batch.max_length + kTile - 1) / kTile;
-  link_scores_kernel<<<dim3(tiles, tiles, a.batch.num_sequences), kThreads, 0, stream>>>(a);
+  // The largest tile whose grid still has a block for every multiprocessor.
+  int tile = a.tile;
+  if (tile == 0) {
+    const int sms = device_limits("cuda::link_scores").sms;
+    const auto blocks = [&](int t) {
+      const int64_t tiles = (a.batch.max_length + t - 1) / t;
+      return tiles * tiles * a.batch.num_sequences;
+    };
+    tile = blocks(64) >= sms ? 64 : blocks(32) >= sms ? 32 : 16;
+  }
+  const bool vec = a.dim % 4 == 0 && a.ld % 4 == 0 && reinterpret_cast<uintptr_t>(a.q) % 16 == 0 &&
+                   reinterpret_cast<uintptr_t>(a.k) % 16 == 0;
+  if (tile == 64) launch<64, 1>(a, vec, stream);
+  else if (tile == 32) launch<32, 4>(a, vec, stream);
+  else launch<16, 16>(a, vec, stream);
   check_launch("cuda::link_scores");
 }
 

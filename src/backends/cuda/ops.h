@@ -112,6 +112,10 @@ struct LinkScoresArgs {
   int capacity = 0;
   int* count = nullptr;   // device int, zeroed by link_scores before the scores kernel
   float* z_out = nullptr;
+  // Output tile per block (link_head.cu): 0 = by the grid (the largest of 64, 32, 16 that still
+  // gives every multiprocessor a block), or 16, 32, 64 forced (tests, benchmarks). Z is
+  // deterministic for a given tile; tiles sum the dims in different orders (last-bit differences).
+  int tile = 0;
 };
 void link_scores(const LinkScoresArgs& args, cudaStream_t stream);
 // Copies the links of the last link_scores(args) back (synchronizes `stream`), sorted by
