@@ -54,10 +54,11 @@ def main():
     forwards = verbose["reps"] + 1  # encoder_bench's warm-up forward is logged too
     times = collections.defaultdict(list)
     for line in verbose_out.splitlines():
+        # oneDNN 2.x: onednn_verbose,exec,cpu,matmul,IMPL,...,PROBLEM,MS (3.x adds fields before "exec")
         f = line.split(",")
-        if len(f) >= 11 and f[0] == "onednn_verbose" and f[1] == "exec" and f[3] == "matmul":
+        if f[0] == "onednn_verbose" and "exec" in f[:4] and "matmul" in f[:6]:
             gelu = "+gelu" if "gelu" in line else ""  # the intermediate layer's post-op
-            times[(f[4] + gelu, f[-2])].append(float(f[-1]))
+            times[(f[f.index("matmul") + 1] + gelu, f[-2])].append(float(f[-1]))
     if not times:
         raise SystemExit("dnnl_breakdown.py: no matmul lines under ONEDNN_VERBOSE=1 (no oneDNN matmul in this build?)")
 
