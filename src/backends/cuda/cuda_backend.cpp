@@ -110,8 +110,14 @@ CudaBackend& CudaBackend::of(Backend& backend) {
 
 std::string CudaBackend::describe() const {
   const std::string_view activations = activation_type() == DType::kF32 ? "fp32" : precision_name(precision());
+  // The tensor-core attention kernel at fp16/bf16 (ops.h: the flash one needs 16-bit activations
+  // and head_dim 64, else WMMA; fp32 runs the CUDA-core kernel).
+  const std::string attention = precision() == Precision::kFloat32 ? ""
+                                : attention_kernel_ == TensorCoreKernel::kFlash && !fp32_activations_
+                                    ? ", flash attention where it applies"
+                                    : ", WMMA attention";
   return "cuda:" + std::to_string(index_) + ", " + name_ + ", " + std::string(precision_name(precision())) +
-         " weights, " + std::string(activations) + " activations, cuBLASLt";
+         " weights, " + std::string(activations) + " activations, cuBLASLt" + attention;
 }
 
 void CudaBackend::begin_pass() {
