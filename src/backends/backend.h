@@ -93,7 +93,6 @@ class Backend {
   Backend(Device device, Precision precision, Workspace::Allocator allocator,
           Workspace::Allocator host_allocator = Workspace::host_allocator())
       : device_(device), precision_(precision), workspace_(allocator), host_staging_(host_allocator) {}
-  Workspace& host_staging() { return host_staging_; }  // reset by begin_pass()
   // Device memory that lives as long as the returned owner (aligned host memory on the CPU).
   virtual std::shared_ptr<void> allocate_persistent(size_t bytes) = 0;
   // Host -> device copy of a contiguous block (memcpy on the CPU).
