@@ -2,7 +2,8 @@
 # The whole engine on a GPU machine: builds rexnlu with CUDA (no HTTP server: the GPU machine has
 # no Boost) and runs, on the GPU,
 #   1. tests/ops on every backend of the build (CPU and CUDA) against the reference loops, and the
-#      CUDA kernel tests (tests/cuda), the attention kernels' also under compute-sanitizer racecheck;
+#      CUDA kernel tests (tests/cuda), the attention and link-score kernels' also under
+#      compute-sanitizer racecheck, the layer-norm and link-score ones under memcheck;
 #   2. model parity, GPU fp32 vs the original's outputs (the same fixtures the CPU meets): the tiny
 #      model's forward cases (test_models RexParity.*) and full-size random weights at L = 128 and
 #      512 (test_fullsize_original; the weights are regenerated with numpy), on CPU fp32 too;
@@ -116,13 +117,17 @@ if [ "${ONLY_DEMO:-0}" = 1 ]; then
 fi
 step ops_all_backends "$dir/tests/ops/test_ops"
 step cuda_kernels "$dir/tests/cuda/test_kernels_cuda"
-# Shared-memory races in the attention kernels (compute-sanitizer, where the toolkit has it).
+# Shared-memory races in the attention and link-score kernels, and out-of-bounds accesses in the
+# link-score and layer-norm kernels at small shapes (compute-sanitizer, where the toolkit has it).
 cs=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -n 1)
+small_links='Gpu.LinkScoresBatchOneL128:Gpu.LinkScoresOddLengthsAndManySequences:Gpu.LinkScoresUnalignedRowsAndShortDims'
 if [ -n "$cs" ]; then
-  step attention_racecheck "$cs" --tool racecheck --error-exitcode 1 "$dir/tests/cuda/test_kernels_cuda" \
-    --gtest_filter='Gpu.DisentangledAttentionFlash*:Gpu.DisentangledAttentionTensorCoresTinyModel'
+  step kernels_racecheck "$cs" --tool racecheck --error-exitcode 1 "$dir/tests/cuda/test_kernels_cuda" \
+    --gtest_filter="Gpu.DisentangledAttentionFlash*:Gpu.DisentangledAttentionTensorCoresTinyModel:$small_links"
+  step kernels_memcheck "$cs" --tool memcheck --error-exitcode 1 "$dir/tests/cuda/test_kernels_cuda" \
+    --gtest_filter="Gpu.LayerNorm*:$small_links"
 else
-  echo "== attention_racecheck: skipped (no compute-sanitizer)"
+  echo "== kernels_racecheck, kernels_memcheck: skipped (no compute-sanitizer)"
 fi
 step tiny_parity_gpu_fp32 env REXNLU_TEST_DEVICE=cuda "$dir/tests/models/test_models" --gtest_filter='RexParity.*'
 step tiny_gpu_16bit_activations "$dir/tests/models/test_models" --gtest_filter='RexCuda16.*'
