@@ -24,6 +24,9 @@
 #      layers, tensor-core attention forced off/on).
 #   scripts/test_gpu_engine.sh            (SYSROOT=/tmp/sr by default, BUILD_DIR=build-gpu-engine)
 #   ONLY_DEMO=1 scripts/test_gpu_engine.sh   (step 4 alone: builds rexnlu and test_demo_precision only)
+#   ONLY_BENCH=1 scripts/test_gpu_engine.sh  (no tests: builds the benchmarks and runs them, as BENCH=1
+#                                             does after the tests; a second call when the first
+#                                             would not fit the device's 10 minutes)
 # Dependencies come from the prepared sysroot (oneDNN, nlohmann_json, utf8proc, CLI11, zlib,
 # GoogleTest): SYSROOT_TAR=path/sysroot.tar.xz unpacks it into SYSROOT first. CUDA_ARCH defaults
 # to 90 (H100/H200). REXNLU_COMMIT names the commit when the tree is a copy without .git.
@@ -40,17 +43,24 @@ export LD_LIBRARY_PATH="$sr/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" PKG_CONFIG
 echo "== commit ${REXNLU_COMMIT:-$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)}, $(date -u '+%Y-%m-%d %H:%M UTC')"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo "nvidia-smi: no GPU"
 start=$(date +%s)
+[ "${ONLY_BENCH:-0}" = 1 ] && BENCH=1
 cmake -S "$root" -B "$dir" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$sr" -DGTEST_ROOT="$sr" -DREXNLU_CUDA=ON \
   -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}" -DREXNLU_SERVER=OFF -DREXNLU_BUILD_TESTS=ON \
   -DREXNLU_BUILD_BENCH="${BENCH:-0}" >"$dir.configure.log" 2>&1 || { cat "$dir.configure.log"; exit 1; }
 targets="test_ops test_kernels_cuda test_models test_fullsize_original test_uie test_demo_precision test_siamese_uie rexnlu_cli"
 [ "${ONLY_DEMO:-0}" = 1 ] && targets="test_demo_precision rexnlu_cli test_kernels_cuda"
+[ "${ONLY_BENCH:-0}" = 1 ] && targets="test_kernels_cuda"
 [ "${BENCH:-0}" = 1 ] && targets="$targets encoder_bench bench_kernels_cuda"
 # shellcheck disable=SC2086
 cmake --build "$dir" -j"$(nproc)" --target $targets 2>&1 | grep -E "error|warning|Error" ; test "${PIPESTATUS[0]}" = 0 || exit 1
 echo "== build took $(($(date +%s) - start)) s"
 
 fails=0
+if [ "${ONLY_BENCH:-0}" = 1 ]; then
+  "$dir/tests/cuda/bench_kernels_cuda" || fails=$((fails + 1))
+  "$root/bench/run_gpu_bench.sh" "$dir" || fails=$((fails + 1))
+  exit $((fails > 0))
+fi
 step() {  # step NAME command...: runs it, prints its last lines, counts failures
   local name=$1; shift
   echo "== $name"
