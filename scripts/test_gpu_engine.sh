@@ -12,7 +12,7 @@
 #      against gross errors (RexCuda16.*); steps 3 and 4 run fp16/bf16 with fp32 activations too (_act32);
 #   2b. SiameseUIE's forward cases on the GPU in fp32 vs the original's (test_siamese_uie SiameseForward.*);
 #   3. decoding with fp32, fp16 and bf16 weights on the GPU vs the original's e2e cases
-#      (test_uie Parity.*: every case with min_abs_logit >= 1e-3 in fp32, >= 1e-2 in fp16/bf16
+#      (test_uie Parity.*: every case with min_abs_logit >= 1e-3 in fp32, >= 1e-2 in fp16, >= 8e-2 in bf16
 #      must decode identically; the others are reported).
 #   4. the trained demo model in fp16/bf16 vs fp32 on real inputs (issue 13 item 5; also with the
 #      WMMA attention kernel instead of the default flash one, REXNLU_CUDA_ATTENTION=wmma): test_demo_precision

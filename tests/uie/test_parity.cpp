@@ -35,8 +35,14 @@ TEST(Parity, EndToEndCasesOfTheOriginal) {
   // The engine's load path (the family from the registry), with the network wrapped to count sequences.
   // The device and precision from REXNLU_TEST_DEVICE / REXNLU_TEST_PRECISION (CPU fp32 by default).
   const LoadOptions load = rexnlu::testing::test_load_options();
-  // Must-match threshold on min_abs_logit: 1e-3 in fp32; fp16/bf16 weights move logits by ~1e-3.
-  const double strict_min = load.precision == Precision::kFloat32 ? 1e-3 : 1e-2;
+  // Must-match threshold on min_abs_logit: 1e-3 in fp32, 1e-2 in fp16 (11 significant bits), 8e-2 in
+  // bf16: 8 significant bits round 8x coarser than fp16's 11, and bf16 weights alone move this tiny
+  // model's logits by up to 0.2 (docs/parity.md). No case of the fixture clears 8e-2, so in bf16 this
+  // test asserts the sequence counts (the recursion's shape) and reports the decisions; bf16
+  // decisions are asserted on the demo model (tests/models/test_demo_precision, real margins).
+  const double strict_min = load.precision == Precision::kFloat32   ? 1e-3
+                            : load.precision == Precision::kBFloat16 ? 8e-2
+                                                                     : 1e-2;
   models::LoadedModel loaded = models::family_of(dir).load(dir, load);
   auto counting = std::make_unique<CountingModel>(std::move(loaded.network));
   CountingModel* model = counting.get();
@@ -67,6 +73,10 @@ TEST(Parity, EndToEndCasesOfTheOriginal) {
                 same ? "same" : "DIFF", static_cast<long long>(seqs), static_cast<long long>(original_calls),
                 static_cast<long long>(calls));
   }
+  // Where no case clears the margin (bf16), the recursion's shape is what can be asserted: every
+  // case runs as many sequences as the original's forward passes (56/56 on the H200 in fp32, fp16
+  // and bf16 alike, session 10).
+  if (strict == 0) EXPECT_EQ(seq_ok, cases) << "cases whose sequence count differs from the original's forward passes";
   std::printf("parity (%s): %d/%d cases with min_abs_logit >= %g identical; %d/%d near-threshold cases also identical; "
               "sequence counts equal the original's forward passes in %d/%d cases\n",
               std::string(precision_name(load.precision)).c_str(), strict_ok, strict, strict_min, loose_ok, loose, seq_ok,

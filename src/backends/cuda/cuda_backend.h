@@ -57,8 +57,8 @@ class CudaBackend final : public Backend {
   // The arithmetic type of --precision: F32, F16 or BF16 (the weights' storage type, and the
   // tensor-core type of the attention products).
   DType compute_type() const;
-  // Where the attention uses the tensor-core kernel (AttentionArgs::tensor_cores): -1 auto (default),
-  // REXNLU_CUDA_MMA_ATTENTION=0 never, =1 wherever supported (for tests and as a fallback).
+  // Where the attention uses the tensor-core kernel (AttentionArgs::tensor_cores): -1 (default) and
+  // REXNLU_CUDA_MMA_ATTENTION=1 wherever supported, =0 never (the fp32-math kernel, a fallback).
   int attention_tensor_cores() const { return attention_tensor_cores_; }
   // Which tensor-core kernel (AttentionArgs::tc_kernel): the flash kernel where it applies
   // (REXNLU_CUDA_ATTENTION=fa, the default: ops.h) or always the WMMA one

@@ -64,8 +64,8 @@ struct AttentionArgs {
   // computed in that type the flash kernel attention_fa.cu, see tc_kernel): F16 wherever it
   // applies, BF16 where its grid fills the GPU (see attention.cu); else the F32 kernel.
   DType compute = DType::kF32;
-  // Where the tensor-core kernel runs (compute F16/BF16 only): -1 where its grid fills the GPU
-  // (the default), 0 never, 1 wherever it is supported (CudaBackend: REXNLU_CUDA_MMA_ATTENTION).
+  // Where the tensor-core kernel runs (compute F16/BF16 only): -1 (the default) and 1 wherever it
+  // is supported, 0 never (CudaBackend: REXNLU_CUDA_MMA_ATTENTION).
   int tensor_cores = -1;
   TensorCoreKernel tc_kernel = TensorCoreKernel::kFlash;
   DeviceBatch batch;
