@@ -59,9 +59,11 @@ constexpr int kHeuristicAlgos = 16;  // asked of the heuristic when tuning
 constexpr int kSplitKBases = 4;      // heuristic algorithms (without split-K) given split-K variants
 constexpr int kSplits[] = {2, 3, 4};
 // Timing: after one warm-up each, kRounds rounds (forward, then backward, against drift) of
-// kReps events around kInner back-to-back products; a candidate's time is its best round's
-// median per product.
-constexpr int kRounds = 2, kReps = 5, kInner = 4;
+// kReps events around `inner` back-to-back products; a candidate's time is its best round's
+// median per product. `inner` makes a rep about kRepUs long by the heuristic's first choice
+// (1 to kMaxInner products: the events resolve ~0.5 us; large products are not repeated more).
+constexpr int kRounds = 2, kReps = 3, kMaxInner = 8;
+constexpr float kRepUs = 50.0f;
 constexpr double kTie = 1.03;  // the earliest (heuristic's order) within 3 % of the fastest wins
 constexpr unsigned long long kHoldTimeoutNs = 50'000'000;
 
@@ -438,6 +440,16 @@ void Blas::time_candidates(std::vector<Candidate>& cands, const Plan& p, const G
     }
   }
   const Events ev;
+  int inner = kMaxInner;
+  if (cands[0].ok) {  // one product of the heuristic's first choice (host launch included: an upper bound)
+    check(cudaEventRecord(ev.e[0], stream), "cuda::gemm tuning (event)");
+    const bool ok = run(cands[0]) == CUBLAS_STATUS_SUCCESS;
+    check(cudaEventRecord(ev.e[1], stream), "cuda::gemm tuning (event)");
+    check(cudaEventSynchronize(ev.e[1]), "cuda::gemm tuning (timing)");
+    float ms = 0.0f;
+    check(cudaEventElapsedTime(&ms, ev.e[0], ev.e[1]), "cuda::gemm tuning (elapsed)");
+    if (ok && ms > 0.0f) inner = std::clamp(static_cast<int>(kRepUs / (1000.0f * ms) + 0.5f), 1, kMaxInner);
+  }
   const int n = static_cast<int>(cands.size());
   for (int round = 0; round < kRounds; ++round) {
     for (int k = 0; k < n; ++k) {
@@ -454,7 +466,7 @@ void Blas::time_candidates(std::vector<Candidate>& cands, const Plan& p, const G
         }
         check(cudaEventRecord(ev.e[0], stream), "cuda::gemm tuning (event)");
         for (int r = 0; r < kReps; ++r) {
-          for (int i = 0; i < kInner; ++i) ok = ok && run(c) == CUBLAS_STATUS_SUCCESS;
+          for (int i = 0; i < inner; ++i) ok = ok && run(c) == CUBLAS_STATUS_SUCCESS;
           check(cudaEventRecord(ev.e[r + 1], stream), "cuda::gemm tuning (event)");
         }
       }
@@ -467,7 +479,7 @@ void Blas::time_candidates(std::vector<Candidate>& cands, const Plan& p, const G
       float ms[kReps];
       for (int r = 0; r < kReps; ++r) check(cudaEventElapsedTime(&ms[r], ev.e[r], ev.e[r + 1]), "cuda::gemm tuning (elapsed)");
       std::sort(ms, ms + kReps);
-      c.us = std::min(c.us, 1000.0f * ms[kReps / 2] / kInner);
+      c.us = std::min(c.us, 1000.0f * ms[kReps / 2] / static_cast<float>(inner));
     }
   }
 }
