@@ -380,7 +380,9 @@ TEST_F(Gpu, GemmTunedAndUntunedMatchCpuAtBatchOneShapes) {
     EXPECT_GE(info.candidates, 1) << info.describe();
     if (info.candidates == 1) continue;
     EXPECT_GT(info.picked_us, 0.0f) << info.describe();
-    if (info.first_us > 0) EXPECT_LE(info.picked_us, info.first_us * 1.03f * (1 + 1e-6f)) << info.describe();
+    if (info.first_us > 0) {
+      EXPECT_LE(info.picked_us, info.first_us * 1.03f * (1 + 1e-6f)) << info.describe();
+    }
   }
 }
 
