@@ -70,13 +70,15 @@ constexpr unsigned long long kHoldTimeoutNs = 50'000'000;
 // Holds the stream until the host sets *flag (at most timeout_ns): the timed products queue up
 // behind it, so the events measure the GPU's back-to-back time, not the host's launch rate
 // (cublasLtMatmul costs the host microseconds, as much as a small product on the GPU).
-__global__ void hold_until(const volatile int* flag, unsigned long long timeout_ns) {
+// flag[0]: go; flag[1] is set when the timeout ended the hold instead.
+__global__ void hold_until(volatile int* flag, unsigned long long timeout_ns) {
   unsigned long long start = 0, now = 0;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
   do {
-    if (*flag != 0) return;
+    if (flag[0] != 0) return;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
   } while (now - start < timeout_ns);
+  flag[1] = 1;
 }
 
 template <typename T>
@@ -430,10 +432,11 @@ void Blas::time_candidates(std::vector<Candidate>& cands, const Plan& p, const G
     flag_tried_ = true;
     void* h = nullptr;
     void* d = nullptr;
-    if (cudaHostAlloc(&h, sizeof(int), cudaHostAllocMapped | cudaHostAllocPortable) == cudaSuccess &&
+    if (cudaHostAlloc(&h, 2 * sizeof(int), cudaHostAllocMapped | cudaHostAllocPortable) == cudaSuccess &&
         cudaHostGetDevicePointer(&d, h, 0) == cudaSuccess) {
       host_flag_ = static_cast<int*>(h);
-      device_flag_ = static_cast<const int*>(d);
+      device_flag_ = static_cast<int*>(d);
+      host_flag_[1] = 0;
     } else {  // timed without the hold: small products then time the host's launches too
       if (h) cudaFreeHost(h);
       cudaGetLastError();
@@ -457,8 +460,8 @@ void Blas::time_candidates(std::vector<Candidate>& cands, const Plan& p, const G
       if (!c.ok) continue;
       bool ok = true;
       {
-        const Release release{host_flag_};
-        if (host_flag_) {
+        const Release release{device_flag_ ? host_flag_ : nullptr};
+        if (device_flag_) {
           *static_cast<volatile int*>(host_flag_) = 0;
           std::atomic_thread_fence(std::memory_order_seq_cst);
           hold_until<<<1, 1, 0, stream>>>(device_flag_, kHoldTimeoutNs);
@@ -471,6 +474,12 @@ void Blas::time_candidates(std::vector<Candidate>& cands, const Plan& p, const G
         }
       }
       check(cudaEventSynchronize(ev.e[kReps]), "cuda::gemm tuning (timing)");
+      if (device_flag_ && static_cast<volatile int*>(host_flag_)[1] != 0) {
+        // The host took longer than the timeout to queue a round (something in the launches
+        // waited for the GPU?): hold no more, the times then include the host's launch cost.
+        device_flag_ = nullptr;
+        std::fprintf(stderr, "rexnlu cuda gemm tuning: the GPU hold timed out; timing without it from now on\n");
+      }
       if (!ok) {
         cudaGetLastError();
         c.ok = false;
