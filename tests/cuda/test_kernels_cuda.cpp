@@ -387,30 +387,34 @@ TEST_F(Gpu, GemmTunedAndUntunedMatchCpuAtBatchOneShapes) {
 }
 
 // Tuning must not disturb C when the product reads it (beta != 0; the timing runs then write a
-// scratch copy): C = alpha A W^T + beta C + bias with a row stride past N (the padding stays).
+// scratch copy): C = alpha A W^T + beta C + bias with a row stride past N (the padding stays),
+// C 256-byte aligned and one element off (the scratch copy must be as misaligned as C).
 TEST_F(Gpu, GemmTunedWithBetaKeepsC) {
   kg::Blas tuned(kg::GemmTune::kOn);
   DeviceBuffer ws(32u << 20);
   const int M = 128, K = 768, N = 768, ldc = N + 64;
   for (auto [t, ct] : {std::pair{DType::kF32, DType::kF32}, {DType::kF16, DType::kF16}, {DType::kF16, DType::kF32},
                        {DType::kBF16, DType::kBF16}, {DType::kBF16, DType::kF32}}) {
-    auto x = random_vec(size_t(M) * K, 31), w = random_vec(size_t(N) * K, 32, -0.1f, 0.1f);
-    auto bias = random_vec(N, 33), c0 = random_vec(size_t(M) * ldc, 34);
-    round_to(x, t), round_to(w, t), round_to(bias, ct), round_to(c0, ct);
-    std::vector<float> want = c0;
-    kc::gemm(true, M, N, K, 0.5f, x.data(), K, w.data(), K, 1.5f, want.data(), ldc);
-    for (int i = 0; i < M; ++i)
-      for (int j = 0; j < N; ++j) want[size_t(i) * ldc + j] += bias[j];
-    auto dx = DeviceBuffer::from(x, t), dw = DeviceBuffer::from(w, t), db = DeviceBuffer::from(bias, ct);
-    auto dc = DeviceBuffer::from(c0, ct);
-    kg::GemmArgs g;
-    g.M = M, g.N = N, g.K = K, g.alpha = 0.5f, g.beta = 1.5f, g.A = dx.get(), g.lda = K, g.B = dw.get(), g.ldb = K;
-    g.ab_type = t, g.C = dc.get(), g.ldc = ldc, g.c_type = ct, g.bias = db.get();
-    tuned.gemm(g, ws.get(), 32u << 20, nullptr);
-    // C is rounded to storage before both sides read it: one rounding of the output, the usual tolerance.
-    expect_close(dc.floats(ct), want, tolerance(ct == DType::kF32 ? DType::kF32 : t),
-                 std::string("tuned beta=1.5 ldc=N+64 ") + name(t) + "->" + name(ct));
+    for (const int offset : {0, 1}) {
+      auto x = random_vec(size_t(M) * K, 31), w = random_vec(size_t(N) * K, 32, -0.1f, 0.1f);
+      auto bias = random_vec(N, 33), c0 = random_vec(size_t(M) * ldc + offset, 34);
+      round_to(x, t), round_to(w, t), round_to(bias, ct), round_to(c0, ct);
+      std::vector<float> want = c0;
+      kc::gemm(true, M, N, K, 0.5f, x.data(), K, w.data(), K, 1.5f, want.data() + offset, ldc);
+      for (int i = 0; i < M; ++i)
+        for (int j = 0; j < N; ++j) want[size_t(offset) + size_t(i) * ldc + j] += bias[j];
+      auto dx = DeviceBuffer::from(x, t), dw = DeviceBuffer::from(w, t), db = DeviceBuffer::from(bias, ct);
+      auto dc = DeviceBuffer::from(c0, ct);
+      kg::GemmArgs g;
+      g.M = M, g.N = N, g.K = K, g.alpha = 0.5f, g.beta = 1.5f, g.A = dx.get(), g.lda = K, g.B = dw.get(), g.ldb = K;
+      g.ab_type = t, g.C = dc.get<char>() + offset * dtype_size(ct), g.ldc = ldc, g.c_type = ct, g.bias = db.get();
+      tuned.gemm(g, ws.get(), 32u << 20, nullptr);
+      // C is rounded to storage before both sides read it: one rounding of the output, the usual tolerance.
+      expect_close(dc.floats(ct), want, tolerance(ct == DType::kF32 ? DType::kF32 : t),
+                   std::string("tuned beta=1.5 ldc=N+64 ") + name(t) + "->" + name(ct) + (offset ? " C 1 off" : ""));
+    }
   }
+  EXPECT_EQ(tuned.cached_plans(), 10u);  // the offset C is another alignment: its own plan
   for (const kg::GemmPlanInfo& info : tuned.plan_infos()) EXPECT_GE(info.candidates, 1) << info.describe();
 }
 

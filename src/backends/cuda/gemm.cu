@@ -375,7 +375,7 @@ void Blas::tune_plan(Plan& p, std::vector<Candidate>& cands, const GemmArgs& g, 
   }
   // The timing runs write the real C only where the real product overwrites it without reading
   // it and without reading what they wrote (gemm.h); else a zeroed scratch C of the same extent
-  // (cudaMalloc: 256-byte aligned, at least C's alignment).
+  // and the same address modulo 256 (so of the same alignment: the candidates were chosen for C's).
   const size_t c_bytes = extent(g.M, g.N, g.ldc, g.c_type);
   const size_t b_bytes = g.trans_b ? extent(g.N, g.K, g.ldb, g.ab_type) : extent(g.K, g.N, g.ldb, g.ab_type);
   const bool in_place = g.beta == 0.0f && !overlaps(g.C, c_bytes, g.A, extent(g.M, g.K, g.lda, g.ab_type)) &&
@@ -384,11 +384,11 @@ void Blas::tune_plan(Plan& p, std::vector<Candidate>& cands, const GemmArgs& g, 
   void* target = g.C;
   void* scratch = nullptr;
   if (!in_place) {
-    if (cudaMalloc(&scratch, c_bytes) != cudaSuccess) {  // no room: untuned, not an error
+    if (cudaMalloc(&scratch, c_bytes + 256) != cudaSuccess) {  // no room: untuned, not an error
       cudaGetLastError();
       return;
     }
-    target = scratch;
+    target = static_cast<char*>(scratch) + reinterpret_cast<uintptr_t>(g.C) % 256;
   }
   struct FreeScratch {
     void* p;
@@ -396,7 +396,7 @@ void Blas::tune_plan(Plan& p, std::vector<Candidate>& cands, const GemmArgs& g, 
       if (p) cudaFree(p);  // synchronizes the device: the timing runs are over
     }
   } free_scratch{scratch};
-  if (scratch) check(cudaMemsetAsync(scratch, 0, c_bytes, stream), "cuda::gemm tuning (scratch)");
+  if (scratch) check(cudaMemsetAsync(target, 0, c_bytes, stream), "cuda::gemm tuning (scratch)");
   time_candidates(cands, p, g, target, workspace, stream);
 
   float best = std::numeric_limits<float>::infinity();
