@@ -133,8 +133,8 @@ void gemm_tuning_table(cudaStream_t s, void* ws, size_t ws_bytes) {
           if (info.M == g.M && info.N == g.N && info.K == g.K && info.ab_type == t && info.c_type == g.c_type) kept = info;
         char how[96] = "not tuned";
         if (kept.candidates > 1)
-          std::snprintf(how, sizeof how, "#%d of %d: %.1f -> %.1f", kept.picked, kept.candidates, kept.first_us,
-                        kept.picked_us);
+          std::snprintf(how, sizeof how, "#%d of %d: %.1f -> %.1f%s", kept.picked, kept.candidates, kept.first_us,
+                        kept.picked_us, kept.tuned_at_M == kept.M ? "" : " (another M of its bucket)");
         std::printf("| L=%d B=%d | %s | %s %dx%d->%d | %.1f / %.1f | %.1f / %.1f | %.2fx | %s | %s |\n", L, B, name(t),
                     m.what, T, m.K, m.N, f_launch, f_graph, t_launch, t_graph, f_graph / t_graph, how, kept.algo.c_str());
       }

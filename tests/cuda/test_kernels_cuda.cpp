@@ -418,6 +418,39 @@ TEST_F(Gpu, GemmTunedWithBetaKeepsC) {
   for (const kg::GemmPlanInfo& info : tuned.plan_infos()) EXPECT_GE(info.candidates, 1) << info.describe();
 }
 
+// Packed batches make a new M at nearly every call: a plan takes the pick already tuned for an M
+// of its bucket (gemm.h: multiples of 64 up to 1024, then 8 per octave) instead of timing again,
+// and computes right with it.
+TEST_F(Gpu, GemmTunedPickIsSharedWithinAnMBucket) {
+  kg::Blas tuned(kg::GemmTune::kOn);
+  DeviceBuffer ws(32u << 20);
+  const int K = 768, N = 768;
+  const DType t = DType::kF16;
+  // (M, the M whose timing it should use)
+  for (auto [M, at] : {std::pair{128, 128}, {100, 128}, {65, 128}, {300, 300}, {320, 300}, {1100, 1100}, {1152, 1100},
+                       {1153, 1153}}) {
+    auto x = random_vec(size_t(M) * K, 51), w = random_vec(size_t(N) * K, 52, -0.1f, 0.1f), bias = random_vec(N, 53);
+    round_to(x, t), round_to(w, t), round_to(bias, t);
+    std::vector<float> want(size_t(M) * N);
+    kc::linear(x.data(), M, K, w.data(), nullptr, 0, bias.data(), N, want.data(), N);
+    auto dx = DeviceBuffer::from(x, t), dw = DeviceBuffer::from(w, t), db = DeviceBuffer::from(bias, t);
+    DeviceBuffer dy(size_t(M) * N * 2);
+    dy.poison();
+    kg::GemmArgs g;
+    g.M = M, g.N = N, g.K = K, g.A = dx.get(), g.lda = K, g.B = dw.get(), g.ldb = K, g.ab_type = t;
+    g.C = dy.get(), g.ldc = N, g.c_type = t, g.bias = db.get();
+    tuned.gemm(g, ws.get(), 32u << 20, nullptr);
+    expect_close(dy.floats(t), want, tolerance(t), "tuned f16 " + std::to_string(M) + "x768->768");
+    kg::GemmPlanInfo info;
+    for (const kg::GemmPlanInfo& i : tuned.plan_infos())
+      if (i.M == M) info = i;
+    std::printf("  %s\n", info.describe().c_str());
+    EXPECT_GT(info.candidates, 1) << info.describe();
+    EXPECT_EQ(info.tuned_at_M, at) << info.describe();
+  }
+  EXPECT_EQ(tuned.cached_plans(), 8u);
+}
+
 // A plan first needed while the stream is captured (a CUDA graph) is not tuned (timing would
 // synchronize) and keeps the heuristic's choice afterwards: graph and direct calls agree bit for bit.
 TEST_F(Gpu, GemmPlanMadeDuringCaptureKeepsTheHeuristicsChoice) {

@@ -112,6 +112,14 @@ std::string describe_algo(const cublasLtMatmulAlgo_t& a) {
          std::to_string(config<uint16_t>(a, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID));
 }
 
+// M's bucket: plans whose keys differ only in M within a bucket share a tuned pick (gemm.h).
+int m_bucket(int M) {
+  if (M <= 1024) return (M + 63) / 64 * 64;
+  int step = 128;  // 2^(floor(log2(M - 1)) - 3): 8 buckets per octave
+  while (step * 16 <= M - 1) step *= 2;
+  return (M + step - 1) / step * step;
+}
+
 // Bytes from the first to one past the last element of a rows x cols matrix with row stride ld.
 size_t extent(int rows, int cols, int ld, DType t) {
   return (static_cast<size_t>(rows - 1) * static_cast<size_t>(ld) + static_cast<size_t>(cols)) * dtype_size(t);
@@ -171,11 +179,14 @@ GemmTune parse_gemm_tune(const char* value) {
 GemmTune gemm_tune_from_env() { return parse_gemm_tune(std::getenv("REXNLU_CUDA_GEMM_TUNE")); }
 
 std::string GemmPlanInfo::describe() const {
-  char how[96] = "heuristic's first, not tuned";
+  char how[128] = "heuristic's first, not tuned";
   if (candidates == 1) std::snprintf(how, sizeof how, "the only candidate");
-  if (candidates > 1)
+  if (candidates > 1 && tuned_at_M == M)
     std::snprintf(how, sizeof how, "#%d of %d timed, %.2f us (heuristic's first %.2f us)", picked, candidates,
                   picked_us, first_us);
+  if (candidates > 1 && tuned_at_M != M)
+    std::snprintf(how, sizeof how, "the pick timed at M=%d (#%d of %d, %.2f us vs the heuristic's first %.2f us there)",
+                  tuned_at_M, picked, candidates, picked_us, first_us);
   return std::to_string(M) + "x" + std::to_string(K) + (trans_b ? " x W^T " : " x W ") + "-> " + std::to_string(N) +
          " " + std::string(dtype_name(ab_type)) + "->" + std::string(dtype_name(c_type)) + (bias ? " +bias" : "") +
          ": " + how + ": " + algo;
@@ -185,6 +196,7 @@ struct Blas::Plan {
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
   cublasLtMatmulAlgo_t algo{};
+  cublasLtMatmulAlgo_t first{};  // the heuristic's first choice (where a reused pick is refused)
   GemmPlanInfo info;
   ~Plan() {
     if (desc) cublasLtMatmulDescDestroy(desc);
@@ -225,8 +237,8 @@ std::vector<GemmPlanInfo> Blas::plan_infos() const {
 }
 
 // Descriptors and the heuristic's algorithms for a new key; tuned unless off or capturing.
-std::unique_ptr<Blas::Plan> Blas::make_plan(const GemmArgs& g, void* workspace, size_t workspace_bytes,
-                                            cudaStream_t stream) {
+std::unique_ptr<Blas::Plan> Blas::make_plan(const Key& bucket_key, const GemmArgs& g, void* workspace,
+                                            size_t workspace_bytes, cudaStream_t stream) {
   const int align_a = alignment(g.B), align_b = alignment(g.A), align_c = alignment(g.C);
   auto p = std::make_unique<Plan>();
   const cudaDataType_t ab = cuda_type(g.ab_type), ct = cuda_type(g.c_type);
@@ -270,7 +282,7 @@ std::unique_ptr<Blas::Plan> Blas::make_plan(const GemmArgs& g, void* workspace, 
     throw InternalError("cuBLASLt has no algorithm for M=" + std::to_string(g.M) + " N=" + std::to_string(g.N) +
                         " K=" + std::to_string(g.K) + " (" + status_name(hs) + ")");
   results.resize(static_cast<size_t>(found));
-  p->algo = results[0].algo;
+  p->algo = p->first = results[0].algo;
   GemmPlanInfo& info = p->info;
   info.trans_b = g.trans_b, info.M = g.M, info.N = g.N, info.K = g.K;
   info.ab_type = g.ab_type, info.c_type = g.c_type, info.bias = g.bias != nullptr;
@@ -279,8 +291,11 @@ std::unique_ptr<Blas::Plan> Blas::make_plan(const GemmArgs& g, void* workspace, 
              "bias pointer");
   // Never while capturing: timing synchronizes. Such a plan keeps the heuristic's choice (gemm.h).
   if (tune_ != GemmTune::kOff && !capturing(stream)) {
-    std::vector<Candidate> cands = candidates(*p, heuristic, g, workspace_bytes);
-    tune_plan(*p, cands, g, workspace, stream);
+    const auto tuned = tuned_buckets_.find(bucket_key);
+    if (tuned == tuned_buckets_.end() || !reuse_pick(*p, *tuned->second, workspace_bytes)) {
+      std::vector<Candidate> cands = candidates(*p, heuristic, g, workspace_bytes);
+      tune_plan(*p, cands, g, workspace, stream);
+    }
   }
   info.algo = describe_algo(p->algo);
   if (tune_ == GemmTune::kVerbose) std::fprintf(stderr, "rexnlu cuda gemm plan: %s\n", info.describe().c_str());
@@ -303,14 +318,48 @@ void Blas::gemm(const GemmArgs& g, void* workspace, size_t workspace_bytes, cuda
                 static_cast<int>(g.c_type), g.bias != nullptr, align_a, workspace_bytes, align_b, align_c,
                 align_bias};
   auto it = plans_.find(key);
-  if (it == plans_.end()) it = plans_.emplace(key, make_plan(g, workspace, workspace_bytes, stream)).first;
+  if (it == plans_.end()) {
+    Key bucket_key = key;  // the key with M's bucket for M
+    std::get<1>(bucket_key) = m_bucket(g.M);
+    it = plans_.emplace(key, make_plan(bucket_key, g, workspace, workspace_bytes, stream)).first;
+    const GemmPlanInfo& info = it->second->info;
+    if (info.candidates > 1 && info.tuned_at_M == g.M) tuned_buckets_[bucket_key] = it->second.get();
+  }
   Plan& p = *it->second;
   if (g.bias)
     check_lt(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias, sizeof g.bias),
              "bias pointer");
-  check_lt(cublasLtMatmul(static_cast<cublasLtHandle_t>(handle_), p.desc, &g.alpha, g.B, p.a, g.A, p.b, &g.beta,
-                          g.C, p.c, g.C, p.c, &p.algo, workspace, workspace_bytes, stream),
-           "matmul");
+  const auto matmul = [&] {
+    return cublasLtMatmul(static_cast<cublasLtHandle_t>(handle_), p.desc, &g.alpha, g.B, p.a, g.A, p.b, &g.beta, g.C,
+                          p.c, g.C, p.c, &p.algo, workspace, workspace_bytes, stream);
+  };
+  cublasStatus_t status = matmul();
+  if (status != CUBLAS_STATUS_SUCCESS && std::memcmp(&p.algo, &p.first, sizeof p.algo) != 0) {
+    // A pick (tuned, or reused from another M of the bucket) that cuBLASLt refuses here after all
+    // (it refuses before launching): the heuristic's first choice from now on.
+    p.algo = p.first;
+    p.info.candidates = p.info.picked = p.info.tuned_at_M = 0;
+    p.info.first_us = p.info.picked_us = 0.0f;
+    p.info.algo = describe_algo(p.algo);
+    status = matmul();
+  }
+  check_lt(status, "matmul");
+}
+
+// Takes the pick of `tuned` (another M of the same bucket) where cuBLASLt accepts it for `p`.
+bool Blas::reuse_pick(Plan& p, const Plan& tuned, size_t workspace_bytes) const {
+  cublasLtMatmulHeuristicResult_t checked{};
+  if (cublasLtMatmulAlgoCheck(static_cast<cublasLtHandle_t>(handle_), p.desc, p.a, p.b, p.c, p.c, &tuned.algo,
+                              &checked) != CUBLAS_STATUS_SUCCESS ||
+      checked.workspaceSize > workspace_bytes)
+    return false;
+  p.algo = tuned.algo;
+  p.info.candidates = tuned.info.candidates;
+  p.info.picked = tuned.info.picked;
+  p.info.first_us = tuned.info.first_us;
+  p.info.picked_us = tuned.info.picked_us;
+  p.info.tuned_at_M = tuned.info.tuned_at_M;
+  return true;
 }
 
 std::vector<Blas::Candidate> Blas::candidates(const Plan& p, const Heuristic& heuristic, const GemmArgs& g,
@@ -411,6 +460,7 @@ void Blas::tune_plan(Plan& p, std::vector<Candidate>& cands, const GemmArgs& g, 
   p.info.picked = static_cast<int>(picked);
   p.info.picked_us = cands[picked].us;
   p.info.first_us = cands[0].ok ? cands[0].us : 0.0f;
+  p.info.tuned_at_M = g.M;
 }
 
 void Blas::time_candidates(std::vector<Candidate>& cands, const Plan& p, const GemmArgs& g, void* C, void* workspace,

@@ -16,8 +16,9 @@
 //  - Correctness: timing runs write the output. They write the real C only when beta == 0 and C
 //    overlaps none of A, B and bias (the real product overwrites it after), otherwise a scratch
 //    copy of C's extent; then the real product runs once with the chosen algorithm.
-//  - Reproducibility: within one Blas a plan's algorithm never changes, so a shape gives the same
-//    bits on every call (and in CUDA graph replays). Across processes the pick may differ where
+//  - Reproducibility: within one Blas a plan's algorithm is fixed when it is made (the one
+//    exception: a pick cuBLASLt refuses at the plan's first product falls back to the heuristic's
+//    first for good), so a shape gives the same bits on every call and in CUDA graph replays. Across processes the pick may differ where
 //    two algorithms time alike, i.e. results may differ in the last bits from run to run (as
 //    between GPUs); to keep that rare, the pick is the earliest in the heuristic's order within
 //    3 % of the fastest. 16-bit outputs never take split-K variants that add partial sums in the
@@ -25,8 +26,11 @@
 //  - Not during stream capture: a plan first needed while `stream` is being captured (a CUDA
 //    graph) takes the heuristic's first choice and keeps it (so graph and direct calls agree);
 //    the backend's graphs record from a shape's second pass, so plans are normally made before.
-//  - Cost: a few milliseconds per new plan (shape, types, strides, alignment); every new
-//    sequence length is a new M.
+//  - Cost: a few to tens of milliseconds per tuning. Packed batches make a new M at nearly every
+//    call, so the pick is shared within an M bucket (multiples of 64 up to 1024, then 8 buckets
+//    per octave; the rest of the key alike): a new plan whose bucket was tuned already takes that
+//    pick (once cublasLtMatmulAlgoCheck accepts it for the new M) without timing. Which M of a
+//    bucket came first thus decides the others' algorithm (history-dependent last bits, as above).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -75,6 +79,7 @@ struct GemmPlanInfo {
   int picked = 0;          // the one kept, by index (0: the heuristic's first choice)
   float first_us = 0.0f;   // plan-time GPU time per product of the heuristic's first choice
   float picked_us = 0.0f;  // and of the one kept (0 when nothing was timed)
+  int tuned_at_M = 0;      // the M these were timed at: M, or another of its bucket whose pick it reuses
   std::string algo;        // the algorithm kept: "algo 66 tile 20 stages 26 splitK 1 ..."
   std::string describe() const;  // one line: shape, types, candidates, times, algo
 };
@@ -103,7 +108,9 @@ class Blas {
   struct Heuristic;  // cuBLASLt's ranked algorithms for a plan
   struct Candidate;  // one algorithm to time
   using Key = std::tuple<int, int, int, int, int, int, int, int, int, int, int, size_t, int, int, int>;
-  std::unique_ptr<Plan> make_plan(const GemmArgs& args, void* workspace, size_t workspace_bytes, cudaStream_t stream);
+  std::unique_ptr<Plan> make_plan(const Key& bucket_key, const GemmArgs& args, void* workspace, size_t workspace_bytes,
+                                  cudaStream_t stream);
+  bool reuse_pick(Plan& plan, const Plan& tuned, size_t workspace_bytes) const;
   std::vector<Candidate> candidates(const Plan& plan, const Heuristic& heuristic, const GemmArgs& args,
                                     size_t workspace_bytes) const;
   void tune_plan(Plan& plan, std::vector<Candidate>& candidates, const GemmArgs& args, void* workspace,
@@ -113,6 +120,7 @@ class Blas {
   GemmTune tune_ = GemmTune::kOn;
   void* handle_ = nullptr;  // cublasLtHandle_t
   std::map<Key, std::unique_ptr<Plan>> plans_;
+  std::map<Key, const Plan*> tuned_buckets_;  // key with M's bucket -> the plan tuned there (in plans_)
   // Page-locked host flags (and their device address) that hold the timing runs back until they
   // are all queued, so that the host's launch cost does not enter the GPU times (gemm.cu); null
   // device_flag_: timed without the hold.
