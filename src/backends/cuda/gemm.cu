@@ -319,8 +319,13 @@ void Blas::gemm(const GemmArgs& g, void* workspace, size_t workspace_bytes, cuda
                 align_bias};
   auto it = plans_.find(key);
   if (it == plans_.end()) {
-    Key bucket_key = key;  // the key with M's bucket for M
+    // The key with M's bucket for M and alignments above 16 bytes as 16 (a pick cuBLASLt then
+    // refuses at the real product falls back below).
+    Key bucket_key = key;
     std::get<1>(bucket_key) = m_bucket(g.M);
+    for (int* align : {&std::get<10>(bucket_key), &std::get<12>(bucket_key), &std::get<13>(bucket_key),
+                       &std::get<14>(bucket_key)})
+      *align = std::min(*align, 16);
     it = plans_.emplace(key, make_plan(bucket_key, g, workspace, workspace_bytes, stream)).first;
     const GemmPlanInfo& info = it->second->info;
     if (info.candidates > 1 && info.tuned_at_M == g.M) tuned_buckets_[bucket_key] = it->second.get();

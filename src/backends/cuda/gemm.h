@@ -28,7 +28,8 @@
 //    the backend's graphs record from a shape's second pass, so plans are normally made before.
 //  - Cost: a few to tens of milliseconds per tuning. Packed batches make a new M at nearly every
 //    call, so the pick is shared within an M bucket (multiples of 64 up to 1024, then 8 buckets
-//    per octave; the rest of the key alike): a new plan whose bucket was tuned already takes that
+//    per octave; pointer alignments of 16 bytes and more alike; the rest of the key equal): a new
+//    plan whose bucket was tuned already takes that
 //    pick (once cublasLtMatmulAlgoCheck accepts it for the new M) without timing. Which M of a
 //    bucket came first thus decides the others' algorithm (history-dependent last bits, as above).
 #pragma once
