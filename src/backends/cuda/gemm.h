@@ -14,24 +14,25 @@
 // fastest (tuning; gemm.cu says how). Switch: REXNLU_CUDA_GEMM_TUNE=0 keeps the heuristic's
 // first choice, =verbose prints each plan's choice on stderr, unset or 1 tunes.
 //  - Correctness: timing runs write the output. They write the real C only when beta == 0 and C
-//    overlaps none of A, B and bias (the real product overwrites it after), otherwise a scratch
-//    copy of C's extent; then the real product runs once with the chosen algorithm.
+//    overlaps none of A, B and bias (the real product overwrites it after), otherwise a zeroed
+//    scratch C of the same extent and alignment; then the real product runs once with the pick.
 //  - Reproducibility: within one Blas a plan's algorithm is fixed when it is made (the one
 //    exception: a pick cuBLASLt refuses at the plan's first product falls back to the heuristic's
-//    first for good), so a shape gives the same bits on every call and in CUDA graph replays. Across processes the pick may differ where
-//    two algorithms time alike, i.e. results may differ in the last bits from run to run (as
-//    between GPUs); to keep that rare, the pick is the earliest in the heuristic's order within
-//    3 % of the fastest. 16-bit outputs never take split-K variants that add partial sums in the
-//    output type (in-place / output-type reduction), only fp32 ones.
+//    first for good), so a shape gives the same bits on every call and in CUDA graph replays.
+//    Across processes the pick may differ where two algorithms time alike, i.e. results may
+//    differ in the last bits from run to run (as between GPUs); to keep that rare, the pick is
+//    the earliest in the heuristic's order within 3 % of the fastest. 16-bit outputs never take
+//    split-K variants that add partial sums in the output type (in-place / output-type
+//    reduction) unless the heuristic's first choice is one; the added variants reduce in fp32.
 //  - Not during stream capture: a plan first needed while `stream` is being captured (a CUDA
 //    graph) takes the heuristic's first choice and keeps it (so graph and direct calls agree);
 //    the backend's graphs record from a shape's second pass, so plans are normally made before.
 //  - Cost: a few to tens of milliseconds per tuning. Packed batches make a new M at nearly every
-//    call, so the pick is shared within an M bucket (multiples of 64 up to 1024, then 8 buckets
-//    per octave; pointer alignments of 16 bytes and more alike; the rest of the key equal): a new
-//    plan whose bucket was tuned already takes that
-//    pick (once cublasLtMatmulAlgoCheck accepts it for the new M) without timing. Which M of a
-//    bucket came first thus decides the others' algorithm (history-dependent last bits, as above).
+//    call, so a pick is shared within an M bucket (multiples of 64 up to 1024, then 8 buckets per
+//    octave; pointer alignments of 16 bytes and more alike; the rest of the key equal): a new
+//    plan whose bucket was tuned already takes that pick without timing, once
+//    cublasLtMatmulAlgoCheck accepts it for the new M. Which M of a bucket came first thus
+//    decides the others' algorithm (history-dependent last bits, as above).
 #pragma once
 
 #include <cuda_runtime_api.h>
