@@ -79,10 +79,9 @@ CudaBackend::CudaBackend(int device_index, Precision precision)
       throw InputError("REXNLU_CUDA_ATTENTION=" + kernel + ": expected fa (the flash kernel where it applies, the default) or wmma");
     attention_kernel_ = kernel == "fa" ? TensorCoreKernel::kFlash : TensorCoreKernel::kWmma;
   }
-  const GemmTune tune = gemm_tune_from_env();  // REXNLU_CUDA_GEMM_TUNE (gemm.h)
   name_ = cuda::describe(probe_device(index_));
   check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
-  blas_ = std::make_unique<Blas>(tune);
+  blas_ = std::make_unique<Blas>();
   blas_workspace_bytes_ = kBlasWorkspaceBytes;
   blas_workspace_ = allocate_persistent(blas_workspace_bytes_);
   const char* graphs = std::getenv("REXNLU_CUDA_GRAPHS");
