@@ -76,9 +76,6 @@ int main(int argc, char** argv) {
   if (const char* k = std::getenv("REXNLU_CUDA_ATTENTION"); k != nullptr && std::string(k) == "wmma" &&
                                                             options.device == rexnlu::Device::kCuda)
     engine += "-wmma";  // the WMMA attention kernel instead of the default flash one (backends/cuda/ops.h)
-  if (const char* t = std::getenv("REXNLU_CUDA_GEMM_TUNE"); t != nullptr && std::string(t) == "0" &&
-                                                            options.device == rexnlu::Device::kCuda)
-    engine += "-notune";  // cuBLASLt's heuristic's first algorithm per GEMM, not the tuned one (backends/cuda/gemm.h)
   // The full-size case has no vocab.txt: the embedding table's rows stand for the vocabulary.
   const std::filesystem::path dir = argv[1];
   const auto model = [&] {

@@ -24,8 +24,6 @@ for p in fp32 fp16 bf16; do
 done
 # The same without CUDA graph replay: what the recording saves.
 REXNLU_CUDA_GRAPHS=0 "$BUILD/bench/encoder_bench" "$WORK/model" "$WORK/cases.json" 1 "$MIN_SECONDS" cuda fp16 >> "$WORK/results.jsonl"
-# fp16 with cuBLASLt's heuristic's first algorithm per GEMM (REXNLU_CUDA_GEMM_TUNE=0): what the tuning saves.
-REXNLU_CUDA_GEMM_TUNE=0 "$BUILD/bench/encoder_bench" "$WORK/model" "$WORK/cases.json" 1 "$MIN_SECONDS" cuda fp16 >> "$WORK/results.jsonl"
 # fp16 / bf16 with the WMMA attention kernel instead of the default flash one (backends/cuda/ops.h).
 for p in fp16 bf16; do
   REXNLU_CUDA_ATTENTION=wmma "$BUILD/bench/encoder_bench" "$WORK/model" "$WORK/cases.json" 1 "$MIN_SECONDS" cuda "$p" >> "$WORK/results.jsonl"

@@ -6,12 +6,6 @@
 //                                    latency hides behind the GPU's work as in a CUDA graph replay
 //                                    (until session 9 one launch was timed: small shapes then
 //                                    measured mostly the launch, ~8-10 us).
-//                                    The products run as REXNLU_CUDA_GEMM_TUNE says (tuned unless 0).
-//                                    Then a second table: each GEMM of the layer and the head with
-//                                    cuBLASLt's heuristic's first algorithm and with the tuned one
-//                                    (gemm.h), timed as above and inside a CUDA graph of 10 (no host
-//                                    launch cost, as in the backend's graph replays), with the
-//                                    algorithm kept.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
@@ -60,16 +54,15 @@ void* upload(const std::vector<V>& v) {
   return p;
 }
 
-constexpr int kBackToBack = 10;
-
 // Median time of f in microseconds.
-double time_us(cudaStream_t s, const std::function<void()>& f, int runs = 50) {
+double time_us(cudaStream_t s, const std::function<void()>& f) {
   for (int i = 0; i < 5; ++i) f();
   cudaEvent_t a, b;
   cudaEventCreate(&a);
   cudaEventCreate(&b);
   std::vector<float> ms;
-  for (int i = 0; i < runs; ++i) {
+  constexpr int kBackToBack = 10;
+  for (int i = 0; i < 50; ++i) {
     cudaEventRecord(a, s);
     for (int k = 0; k < kBackToBack; ++k) f();
     cudaEventRecord(b, s);
@@ -84,66 +77,7 @@ double time_us(cudaStream_t s, const std::function<void()>& f, int runs = 50) {
   return 1000.0 * ms[ms.size() / 2];
 }
 
-// Median time of f in microseconds, f recorded kBackToBack times in a CUDA graph (f runs once
-// before, uncaptured: GEMM plans are made and tuned outside capture, as in the backend).
-double time_graph_us(cudaStream_t s, const std::function<void()>& f, int runs = 20) {
-  f();
-  kg::check(cudaStreamSynchronize(s), "sync");
-  cudaGraph_t graph = nullptr;
-  cudaGraphExec_t exec = nullptr;
-  kg::check(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed), "begin capture");
-  for (int k = 0; k < kBackToBack; ++k) f();
-  kg::check(cudaStreamEndCapture(s, &graph), "end capture");
-  kg::check(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
-  const double us = time_us(s, [&] { kg::check(cudaGraphLaunch(exec, s), "graph launch"); }, runs) / kBackToBack;
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
-  return us;
-}
-
 const char* name(DType t) { return t == DType::kF32 ? "f32" : t == DType::kF16 ? "f16" : "bf16"; }
-
-// The second table: heuristic's first vs tuned algorithm per GEMM shape of the model.
-void gemm_tuning_table(cudaStream_t s, void* ws, size_t ws_bytes) {
-  const int H = 768, I = 3072;
-  kg::Blas first(kg::GemmTune::kOff), tuned(kg::GemmTune::kOn);
-  std::printf("\n| shape | type | GEMM | heuristic's first: launches / graph | tuned: launches / graph | graph speed-up | "
-              "tuned at plan time | algorithm kept |\n");
-  std::printf("|---|---|---|---|---|---|---|---|\n");
-  for (auto [L, B] : {std::pair{128, 1}, {128, 8}, {128, 32}, {512, 1}, {512, 8}}) {
-    const int T = L * B;
-    for (DType t : {DType::kF16, DType::kBF16, DType::kF32}) {
-      void* x = device_random(size_t(T) * I, t, 21, -1, 1);
-      void* w = device_random(size_t(I) * H, t, 22, -0.05f, 0.05f);
-      void* bias = device_random(I, t, 23, -0.1f, 0.1f);
-      float* bias32 = static_cast<float*>(device_random(2 * H, DType::kF32, 24, -0.1f, 0.1f));
-      void* y = nullptr;
-      kg::check(cudaMalloc(&y, size_t(T) * I * 4), "y");
-      struct Gemm { const char* what; int K, N; bool f32_out; };
-      for (const Gemm& m : {Gemm{"qkv", H, 3 * H, false}, Gemm{"out", H, H, false}, Gemm{"FFN up", H, I, false},
-                            Gemm{"FFN down", I, H, false}, Gemm{"head q|k", H, 2 * H, true}}) {
-        kg::GemmArgs g;
-        g.M = T, g.N = m.N, g.K = m.K, g.A = x, g.lda = m.K, g.B = w, g.ldb = m.K, g.ab_type = t, g.C = y, g.ldc = m.N;
-        g.c_type = m.f32_out ? DType::kF32 : t, g.bias = m.f32_out ? static_cast<void*>(bias32) : bias;
-        const auto with = [&](kg::Blas* blas) { return [&, blas] { blas->gemm(g, ws, ws_bytes, s); }; };
-        const double f_launch = time_us(s, with(&first), 20), f_graph = time_graph_us(s, with(&first));
-        const double t_launch = time_us(s, with(&tuned), 20), t_graph = time_graph_us(s, with(&tuned));
-        kg::GemmPlanInfo kept;
-        for (const kg::GemmPlanInfo& info : tuned.plan_infos())
-          if (info.M == g.M && info.N == g.N && info.K == g.K && info.ab_type == t && info.c_type == g.c_type) kept = info;
-        char how[96] = "not tuned";
-        if (kept.candidates > 1)
-          std::snprintf(how, sizeof how, "#%d of %d: %.1f -> %.1f%s", kept.picked, kept.candidates, kept.first_us,
-                        kept.picked_us, kept.tuned_at_M == kept.M ? "" : " (another M of its bucket)");
-        std::printf("| L=%d B=%d | %s | %s %dx%d->%d | %.1f / %.1f | %.1f / %.1f | %.2fx | %s | %s |\n", L, B, name(t),
-                    m.what, T, m.K, m.N, f_launch, f_graph, t_launch, t_graph, f_graph / t_graph, how, kept.algo.c_str());
-      }
-      for (void* p : {x, w, bias, static_cast<void*>(bias32), y}) cudaFree(p);
-    }
-  }
-  std::printf("\n(microseconds per product, median; graph: %d products recorded in one CUDA graph; tuned at plan "
-              "time: the GPU times measured when the plan was made)\n", kBackToBack);
-}
 
 }  // namespace
 
@@ -269,8 +203,6 @@ int main() {
     }
   }
   kg::check(cudaStreamSynchronize(s), "sync");
-  std::printf("\n(microseconds, median of 50; x12 layers = 12 x layer sum, conv and embeddings not included; "
-              "GEMM algorithms %s)\n", blas.tune() == kg::GemmTune::kOff ? "the heuristic's first (REXNLU_CUDA_GEMM_TUNE=0)" : "tuned");
-  gemm_tuning_table(s, ws, ws_bytes);
+  std::printf("\n(microseconds, median of 50; x12 layers = 12 x layer sum, conv and embeddings not included)\n");
   return 0;
 }
