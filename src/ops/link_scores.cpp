@@ -21,6 +21,15 @@ namespace {
 
 constexpr const char* kOp = "link_scores";
 
+// Appends the links of sequence b's scores z (L x L) above `threshold`, by row then column.
+void pick_links(const float* z, int b, int64_t L, float threshold, std::vector<ScoreLink>& links) {
+  if (std::isinf(threshold) && threshold > 0) return;
+  for (int64_t i = 0; i < L; ++i)
+    for (int64_t j = 0; j < L; ++j)
+      if (const float v = z[i * L + j]; v > threshold)
+        links.push_back(ScoreLink{b, static_cast<int32_t>(i), static_cast<int32_t>(j), v});
+}
+
 // Every Z_b into host scratch (one product per sequence, as the dense head did), the links
 // picked from it row by row.
 void cpu_link_scores(backends::Backend& be, const std::vector<int64_t>& offsets, ConstTensorRef q, ConstTensorRef k,
@@ -34,13 +43,7 @@ void cpu_link_scores(backends::Backend& be, const std::vector<int64_t>& offsets,
   for (int b = 0; b < B; ++b) {
     const int64_t row0 = offsets[b], L = offsets[b + 1] - row0;
     ops::gemm(be, q.slice(row0, L), k.slice(row0, L), true, 1.0f, 0.0f, host_ref(z + at, {L, L}));
-    const float t = queries[b].threshold;
-    if (!(std::isinf(t) && t > 0)) {
-      for (int64_t i = 0; i < L; ++i)
-        for (int64_t j = 0; j < L; ++j)
-          if (const float v = z[at + i * L + j]; v > t)
-            out.links.push_back(ScoreLink{b, static_cast<int32_t>(i), static_cast<int32_t>(j), v});
-    }
+    pick_links(z + at, b, L, queries[b].threshold, out.links);
     if (queries[b].dense) out.dense_at[b] = at;
     at += L * L;
   }
@@ -97,10 +100,26 @@ void cuda_link_scores(backends::Backend& be, const std::vector<int64_t>& offsets
   if (asked > 0)  // page-locked: one DMA, waited for with the links' count
     kc::check(cudaMemcpyAsync(host, a.z_out, static_cast<size_t>(asked) * sizeof(float), cudaMemcpyDeviceToHost, stream),
               "ops::link_scores dense copy");
+  for (int b = 0; b < B; ++b)
+    if (queries[b].dense) out.dense_at[b] = z_at[b];
   std::vector<kc::Link> links;
   int count = 0;
   if (!kc::try_fetch_links(a, stream, links, count)) {
-    // More links than room: rerun with room for all of them (the same cells pass, the Z are kept).
+    // More links than room. The kernel is deterministic (the same grid: the same sums), so a rerun
+    // finds the same cells: with room for all of them, or where their bytes would exceed the
+    // scores', every Z_b back and the links picked from it as on the CPU.
+    if (int64_t{count} * static_cast<int64_t>(sizeof(kc::Link)) >= total * static_cast<int64_t>(sizeof(float))) {
+      if (!a.z_out) a.z_out = be.alloc(DType::kF32, {total}).f32();
+      a.capacity = 0;
+      kc::link_scores(a, stream);
+      host = static_cast<float*>(be.host_scratch(static_cast<size_t>(total) * sizeof(float)));
+      kc::check(cudaMemcpyAsync(host, a.z_out, static_cast<size_t>(total) * sizeof(float), cudaMemcpyDeviceToHost, stream),
+                "ops::link_scores copy of every score");
+      kc::check(cudaStreamSynchronize(stream), "ops::link_scores copy of every score");
+      out.dense = host;
+      for (int b = 0; b < B; ++b) pick_links(host + z_at[b], b, offsets[b + 1] - offsets[b], queries[b].threshold, out.links);
+      return;
+    }
     a.links = reinterpret_cast<kc::Link*>(be.alloc(DType::kF32, {int64_t{4} * count}).data);
     a.capacity = count;
     a.z_out = nullptr;
@@ -110,8 +129,6 @@ void cuda_link_scores(backends::Backend& be, const std::vector<int64_t>& offsets
                             std::to_string(a.capacity));
   }
   out.dense = host;
-  for (int b = 0; b < B; ++b)
-    if (queries[b].dense) out.dense_at[b] = z_at[b];
   out.links.reserve(links.size());
   for (const kc::Link& l : links)  // above the lowest threshold: each sequence keeps its own
     if (l.logit > queries[l.sequence].threshold) out.links.push_back(ScoreLink{l.sequence, l.row, l.col, l.logit});

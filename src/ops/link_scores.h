@@ -33,9 +33,11 @@ struct LinkScores {
 // [offsets[b], offsets[b+1]). queries: one per sequence.
 // CPU: every Z_b by ops::gemm (the bits of one product per sequence), links picked from them.
 // CUDA: every Z_b in ONE launch (backends::cuda::link_scores), which appends the links above the
-// lowest threshold; only they and the asked Z_b are copied back (a link buffer too small for them
-// is grown and the scores rerun: nothing is dropped). Z_b may differ from the CPU's in the last
-// bits (another summation order).
+// lowest threshold; only they and the asked Z_b are copied back. When the links overflow the
+// first buffer (initial_link_capacity), the scores are rerun (nothing is dropped): with room for
+// all of them, or, when they would take more bytes than the scores (a quarter of the cells or
+// more), copying every Z_b back and picking the links on the host. Z_b may differ from the CPU's
+// in the last bits (another summation order).
 void link_scores(backends::Backend& be, const std::vector<int64_t>& offsets, ConstTensorRef q, ConstTensorRef k,
                  const std::vector<LinkScoresQuery>& queries, LinkScores& out);
 
