@@ -15,7 +15,7 @@ namespace rexnlu::ops {
 
 using detail::to_int;
 
-int64_t initial_link_capacity(int64_t cells) { return std::min(cells, std::max<int64_t>(int64_t{1} << 16, cells / 16)); }
+int64_t link_capacity(int64_t cells) { return std::max<int64_t>(1, cells / 4); }
 
 namespace {
 
@@ -50,8 +50,10 @@ void cpu_link_scores(backends::Backend& be, const std::vector<int64_t>& offsets,
 }
 
 #if REXNLU_HAVE_CUDA
-// One launch for every Z_b; the asked ones are laid out first (one copy back), and the links
-// above the lowest threshold come back through a buffer that grows once if they overflow it.
+// One launch for every Z_b, written to a device buffer with the asked ones first (one copy back),
+// and the links above the lowest threshold appended to a buffer of link_capacity(cells): when more
+// link than that, every Z_b comes back instead (fewer bytes) and the links are picked from it on
+// the host, as on the CPU (the same values: the kernel wrote both).
 void cuda_link_scores(backends::Backend& be, const std::vector<int64_t>& offsets, ConstTensorRef q, ConstTensorRef k,
                       const std::vector<LinkScoresQuery>& queries, LinkScores& out) {
   namespace kc = backends::cuda;
@@ -88,47 +90,28 @@ void cuda_link_scores(backends::Backend& be, const std::vector<int64_t>& offsets
   a.dim = to_int(q.cols());
   a.threshold = threshold;
   a.count = be.alloc(DType::kI32, {1}).i32();
-  int64_t capacity = initial_link_capacity(total);
-  a.links = reinterpret_cast<kc::Link*>(be.alloc(DType::kF32, {4 * std::max<int64_t>(capacity, 1)}).data);
-  a.capacity = to_int(capacity);
-  float* host = nullptr;
-  if (asked > 0) {
-    a.z_out = be.alloc(DType::kF32, {total}).f32();
-    host = static_cast<float*>(be.host_scratch(static_cast<size_t>(asked) * sizeof(float)));
-  }
+  a.capacity = to_int(link_capacity(total));
+  a.links = reinterpret_cast<kc::Link*>(be.alloc(DType::kF32, {int64_t{4} * a.capacity}).data);
+  a.z_out = be.alloc(DType::kF32, {total}).f32();
   kc::link_scores(a, stream);
-  if (asked > 0)  // page-locked: one DMA, waited for with the links' count
-    kc::check(cudaMemcpyAsync(host, a.z_out, static_cast<size_t>(asked) * sizeof(float), cudaMemcpyDeviceToHost, stream),
-              "ops::link_scores dense copy");
+  const auto copy_back = [&](int64_t n) {  // Z of the first n cells into page-locked host memory: one DMA
+    float* host = static_cast<float*>(be.host_scratch(static_cast<size_t>(n) * sizeof(float)));
+    kc::check(cudaMemcpyAsync(host, a.z_out, static_cast<size_t>(n) * sizeof(float), cudaMemcpyDeviceToHost, stream),
+              "ops::link_scores copy of the scores");
+    return host;
+  };
+  if (asked > 0) out.dense = copy_back(asked);  // waited for with the links' count
   for (int b = 0; b < B; ++b)
     if (queries[b].dense) out.dense_at[b] = z_at[b];
   std::vector<kc::Link> links;
   int count = 0;
   if (!kc::try_fetch_links(a, stream, links, count)) {
-    // More links than room. The kernel is deterministic (the same grid: the same sums), so a rerun
-    // finds the same cells: with room for all of them, or where their bytes would exceed the
-    // scores', every Z_b back and the links picked from it as on the CPU.
-    if (int64_t{count} * static_cast<int64_t>(sizeof(kc::Link)) >= total * static_cast<int64_t>(sizeof(float))) {
-      if (!a.z_out) a.z_out = be.alloc(DType::kF32, {total}).f32();
-      a.capacity = 0;
-      kc::link_scores(a, stream);
-      host = static_cast<float*>(be.host_scratch(static_cast<size_t>(total) * sizeof(float)));
-      kc::check(cudaMemcpyAsync(host, a.z_out, static_cast<size_t>(total) * sizeof(float), cudaMemcpyDeviceToHost, stream),
-                "ops::link_scores copy of every score");
-      kc::check(cudaStreamSynchronize(stream), "ops::link_scores copy of every score");
-      out.dense = host;
-      for (int b = 0; b < B; ++b) pick_links(host + z_at[b], b, offsets[b + 1] - offsets[b], queries[b].threshold, out.links);
-      return;
-    }
-    a.links = reinterpret_cast<kc::Link*>(be.alloc(DType::kF32, {int64_t{4} * count}).data);
-    a.capacity = count;
-    a.z_out = nullptr;
-    kc::link_scores(a, stream);
-    if (!kc::try_fetch_links(a, stream, links, count))
-      detail::fail(kOp, "the rerun found " + std::to_string(count) + " links, more than the first run's " +
-                            std::to_string(a.capacity));
+    out.dense = copy_back(total);
+    kc::check(cudaStreamSynchronize(stream), "ops::link_scores copy of the scores");
+    for (int b = 0; b < B; ++b)
+      pick_links(out.dense + z_at[b], b, offsets[b + 1] - offsets[b], queries[b].threshold, out.links);
+    return;
   }
-  out.dense = host;
   out.links.reserve(links.size());
   for (const kc::Link& l : links)  // above the lowest threshold: each sequence keeps its own
     if (l.logit > queries[l.sequence].threshold) out.links.push_back(ScoreLink{l.sequence, l.row, l.col, l.logit});

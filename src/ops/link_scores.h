@@ -33,16 +33,15 @@ struct LinkScores {
 // [offsets[b], offsets[b+1]). queries: one per sequence.
 // CPU: every Z_b by ops::gemm (the bits of one product per sequence), links picked from them.
 // CUDA: every Z_b in ONE launch (backends::cuda::link_scores), which appends the links above the
-// lowest threshold; only they and the asked Z_b are copied back. When the links overflow the
-// first buffer (initial_link_capacity), the scores are rerun (nothing is dropped): with room for
-// all of them, or, when they would take more bytes than the scores (a quarter of the cells or
-// more), copying every Z_b back and picking the links on the host. Z_b may differ from the CPU's
-// in the last bits (another summation order).
+// lowest threshold to a device buffer of link_capacity(cells) links; only they and the asked Z_b
+// are copied back. More links than that would take more bytes than the scores (a link is 16
+// bytes, a score 4): then every Z_b is copied back and the links picked from it on the host
+// (nothing is dropped, nothing rerun). Z_b may differ from the CPU's in the last bits (another
+// summation order).
 void link_scores(backends::Backend& be, const std::vector<int64_t>& offsets, ConstTensorRef q, ConstTensorRef k,
                  const std::vector<LinkScoresQuery>& queries, LinkScores& out);
 
-// The link buffer the CUDA path starts with for `cells` scores (sum of L_b^2); a rerun takes the
-// count it found. Exposed for tests (a batch whose links overflow it).
-int64_t initial_link_capacity(int64_t cells);
+// The links the CUDA path copies back for `cells` scores (sum of L_b^2): a quarter of the cells.
+int64_t link_capacity(int64_t cells);
 
 }  // namespace rexnlu::ops

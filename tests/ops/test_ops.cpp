@@ -498,34 +498,40 @@ void check_link_scores(backends::Backend& be, const std::vector<int64_t>& offset
 
 TEST_P(OpsTest, LinkScoresReturnTheLinksAboveEachThresholdAndTheAskedScores) {
   const float inf = std::numeric_limits<float>::infinity();
-  // Odd lengths, a NaN in sequence 0's q (row 2: a row of NaN scores), an odd row stride.
-  check_link_scores(be(), {0, 37, 42, 43, 113, 241}, 64, 131,
-                    {{0.0f, false}, {0.3f, true}, {-inf, false}, {inf, true}, {0.1f, true}}, 2 * 131 + 5, 60);
+  // Odd lengths, a NaN in sequence 0's q (row 2: a row of NaN scores), an odd row stride; about
+  // 10 % of the cells above the lowest threshold (on CUDA: links copied back, each sequence keeping
+  // those above its own threshold), then with a threshold -inf (every score copied back).
+  const std::vector<int64_t> offsets = {0, 37, 42, 43, 113, 241};
+  check_link_scores(be(), offsets, 64, 131, {{0.3f, false}, {0.5f, true}, {inf, true}, {0.4f, true}, {0.35f, false}},
+                    2 * 131 + 5, 60);
+  check_link_scores(be(), offsets, 64, 131, {{0.0f, false}, {0.3f, true}, {-inf, false}, {inf, true}, {0.1f, true}},
+                    2 * 131 + 5, 67);
   // Nothing asked but links; everything asked and no links (LinkModel::forward's query).
   check_link_scores(be(), {0, 50, 70}, 32, 64, {{0.2f, false}, {0.2f, false}}, -1, 61);
   check_link_scores(be(), {0, 50, 70}, 32, 64, {{inf, true}, {inf, true}}, -1, 62);
 }
 
-// More links than the CUDA path's first buffer holds: it reruns (nothing may be dropped) with
-// room for all of them, or, when every cell links, copying back every score instead.
-TEST_P(OpsTest, LinkScoresOverTheFirstLinkBufferReturnsEveryLink) {
+// Many links: up to the CUDA path's link buffer (a quarter of the cells) they come back as links,
+// past it every score comes back and the links are picked on the host; nothing may be dropped.
+TEST_P(OpsTest, LinkScoresWithManyLinksReturnEveryLink) {
   const float inf = std::numeric_limits<float>::infinity();
-  // About 20 % of the cells link (Z ~ N(0, 0.24^2) for these inputs): over the first buffer, under
-  // the quarter of the cells where the whole Z is cheaper.
+  // About 20 % of the cells link (Z ~ N(0, 0.24^2) for these inputs): under the buffer.
   const std::vector<int64_t> four = {0, 300, 600, 900, 1200};
   const int64_t cells4 = 4 * 300 * 300;
   size_t found = 0;
   check_link_scores(be(), four, 64, 128, {{0.2f, false}, {0.2f, true}, {0.2f, false}, {0.2f, false}}, -1, 65, &found);
-  EXPECT_GT(int64_t(found), initial_link_capacity(cells4));
-  EXPECT_LT(int64_t(found), cells4 / 4);
-  // Every cell links.
+  EXPECT_GT(int64_t(found), cells4 / 6);
+  EXPECT_LT(int64_t(found), link_capacity(cells4));
+  // Every cell links: past it.
   const std::vector<int64_t> two = {0, 300, 560};
   const int64_t cells2 = 300 * 300 + 260 * 260;
-  ASSERT_LT(initial_link_capacity(cells2), cells2);
   check_link_scores(be(), two, 64, 128, {{-inf, false}, {-inf, true}}, -1, 63, &found);
   EXPECT_EQ(int64_t(found), cells2);
   check_link_scores(be(), two, 64, 128, {{-inf, false}, {-inf, false}}, -1, 64, &found);
   EXPECT_EQ(int64_t(found), cells2);
+  // Past it only through a sequence whose own threshold keeps fewer (the kernel's is the lowest).
+  check_link_scores(be(), two, 64, 128, {{-inf, false}, {0.5f, true}}, -1, 66, &found);
+  EXPECT_GT(int64_t(found), link_capacity(cells2));
 }
 
 TEST_P(OpsTest, LinkScoresRefuseMismatchedArguments) {
