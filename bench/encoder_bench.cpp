@@ -7,6 +7,9 @@
 // "reps","gflop","logits_abs_sum","precision","cpu_ms_min","cpu_ms_median"} (logits_abs_sum of sequence 0, to check both
 // engines agree; cpu_ms: the process's CPU time per forward, which other jobs on a shared machine do not stretch as
 // they stretch the wall time: at 1 thread it is the work itself, at more it includes the OpenMP threads' spinning).
+// REXNLU_BENCH_LINK_THRESHOLD=t times forward_links with extraction's query (the links above t, no dense Z: what
+// the pipeline copies back) instead of forward (every Z); the engine name gets "-links", "links" counts those of
+// the batch and logits_abs_sum sums |Z| over sequence 0's links.
 #include <algorithm>
 #include <chrono>
 #include <ctime>
@@ -76,6 +79,8 @@ int main(int argc, char** argv) {
   if (const char* k = std::getenv("REXNLU_CUDA_ATTENTION"); k != nullptr && std::string(k) == "wmma" &&
                                                             options.device == rexnlu::Device::kCuda)
     engine += "-wmma";  // the WMMA attention kernel instead of the default flash one (backends/cuda/ops.h)
+  const char* link_threshold = std::getenv("REXNLU_BENCH_LINK_THRESHOLD");
+  if (link_threshold) engine += "-links";
   // The full-size case has no vocab.txt: the embedding table's rows stand for the vocabulary.
   const std::filesystem::path dir = argv[1];
   const auto model = [&] {
@@ -95,16 +100,23 @@ int main(int argc, char** argv) {
     for (const auto& row : c.at("attention_mask"))
       for (char ch : row.get<std::string>()) s.mask.push_back(ch == '1');
     const int batch = c.at("batch").get<int>();
+    if (link_threshold) s.query = {std::strtof(link_threshold, nullptr), false};
     const std::vector<SequenceInput> inputs(batch, s);
 
-    std::vector<rexnlu::models::LinkLogits> out = model->forward(inputs);  // warm-up (workspace sizing)
+    std::vector<rexnlu::models::LinkLogits> out;
+    std::vector<rexnlu::models::SequenceLinks> links;
+    const auto run = [&] {
+      if (link_threshold) links = model->forward_links(inputs);
+      else out = model->forward(inputs);
+    };
+    run();  // warm-up (workspace sizing)
     std::vector<double> ms, cpu;
     const auto start = std::chrono::steady_clock::now();
     while (ms.size() < 3 || std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < min_seconds) {
       const auto t0 = std::chrono::steady_clock::now();
       timespec c0{}, c1{};
       clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
-      out = model->forward(inputs);
+      run();
       clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
       cpu.push_back(static_cast<double>(c1.tv_sec - c0.tv_sec) * 1e3 + static_cast<double>(c1.tv_nsec - c0.tv_nsec) * 1e-6);
       ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
@@ -113,12 +125,19 @@ int main(int argc, char** argv) {
     std::sort(ms.begin(), ms.end());
     std::sort(cpu.begin(), cpu.end());
     double abs_sum = 0;
-    for (float z : out[0]) abs_sum += std::abs(z);
+    size_t link_count = 0;
+    if (link_threshold) {
+      for (const auto& l : links[0].links) abs_sum += std::abs(l.logit);
+      for (const auto& sl : links) link_count += sl.links.size();
+    } else {
+      for (float z : out[0]) abs_sum += std::abs(z);
+    }
     nlohmann::json r = {{"engine", engine}, {"name", c.at("name")}, {"batch", batch}, {"L", s.length()},
                         {"ms_median", ms[ms.size() / 2]}, {"ms_min", ms.front()}, {"reps", ms.size()},
                         {"cpu_ms_min", cpu.front()}, {"cpu_ms_median", cpu[cpu.size() / 2]},
                         {"gflop", batch * forward_flops(model->config(), s) * 1e-9}, {"logits_abs_sum", abs_sum},
                         {"precision", std::string(rexnlu::precision_name(options.precision))}};
+    if (link_threshold) r["links"] = link_count;
     std::printf("%s\n", r.dump().c_str());
     std::fflush(stdout);
   }

@@ -99,11 +99,10 @@ class TimedModel : public models::LinkModel {
  public:
   explicit TimedModel(models::LinkModel& inner) : inner_(inner) {}
   std::vector<models::LinkLogits> forward(const std::vector<models::SequenceInput>& batch) override {
-    const Clock::time_point start = Clock::now();
-    std::vector<models::LinkLogits> out = inner_.forward(batch);
-    seconds += seconds_since(start);
-    ++calls;
-    return out;
+    return timed([&] { return inner_.forward(batch); });
+  }
+  std::vector<models::SequenceLinks> forward_links(const std::vector<models::SequenceInput>& batch) override {
+    return timed([&] { return inner_.forward_links(batch); });
   }
   int64_t forward_calls() const override { return inner_.forward_calls(); }
 
@@ -111,6 +110,15 @@ class TimedModel : public models::LinkModel {
   int64_t calls = 0;
 
  private:
+  template <class F>
+  auto timed(const F& f) -> decltype(f()) {
+    const Clock::time_point start = Clock::now();
+    auto out = f();
+    seconds += seconds_since(start);
+    ++calls;
+    return out;
+  }
+
   models::LinkModel& inner_;
 };
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "models/link_model.h"
 #include "text/tokenizer.h"
 #include "uie/marked_text.h"
 
@@ -37,6 +38,12 @@ struct Match {
 // Matches in the original's order: span head, span tail, then slot (hint) order. Stops once it has
 // more than `max_matches` (the caller's budget: a permissive threshold links O(L*L*types) spans).
 std::vector<Match> decode_window(const float* logits, const WindowLayout& layout, const MarkedText& text,
+                                 float threshold, DecodeMode mode, size_t max_matches = SIZE_MAX);
+
+// The same from what the model returned for the window: its dense Z where it has one, else
+// (extraction only) its links, which must be complete above `threshold`. The same matches as the
+// dense Z gives. Throws rexnlu::Error (kInternal) when it lacks what `mode` reads.
+std::vector<Match> decode_window(const models::SequenceLinks& z, const WindowLayout& layout, const MarkedText& text,
                                  float threshold, DecodeMode mode, size_t max_matches = SIZE_MAX);
 
 // Python's round(x, 4) for the doubles it sees here (correctly rounded decimal, back to double).

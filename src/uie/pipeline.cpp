@@ -154,19 +154,23 @@ models::SequenceInput RequestRun::take_next() {
   WindowItem item = std::move(ready_.front());
   ready_.pop_front();
   models::SequenceInput seq = make_sequence(item.ids, special_);
+  // Extraction reads only the links above the threshold; the classification decode also reads
+  // transposed cells and (blank) cells below it, so it gets the whole Z.
+  seq.query.threshold = opt_.link_threshold;
+  seq.query.dense = mode_ != Mode::kExtract;
   in_flight_.push_back(std::move(item));
   ++sequences_built_;
   return seq;
 }
 
-void RequestRun::feed(const models::LinkLogits& logits) {
+void RequestRun::feed(const models::SequenceLinks& logits) {
   if (in_flight_.empty()) throw InternalError("feed() without a sequence in flight");
   const WindowItem item = std::move(in_flight_.front());
   in_flight_.pop_front();
   const auto L = static_cast<int32_t>(item.ids.size());
-  if (logits.size() != static_cast<size_t>(L) * L) {
-    throw InternalError("model returned " + std::to_string(logits.size()) + " logits for a sequence of " +
-                        std::to_string(L) + " tokens");
+  if (logits.length != L || (logits.dense.size() != static_cast<size_t>(L) * L && mode_ != Mode::kExtract)) {
+    throw InternalError("model returned " + std::to_string(logits.dense.size()) + " logits (of a sequence of " +
+                        std::to_string(logits.length) + ") for a sequence of " + std::to_string(L) + " tokens");
   }
   WindowLayout layout;
   layout.length = L;
@@ -179,7 +183,7 @@ void RequestRun::feed(const models::LinkLogits& logits) {
                                                  : DecodeMode::kClassify;
   const int64_t budget = std::max<int64_t>(0, opt_.limits.max_paths - spans_found_);
   const std::vector<Match> matches =
-      decode_window(logits.data(), layout, marked_, opt_.link_threshold, mode, static_cast<size_t>(budget));
+      decode_window(logits, layout, marked_, opt_.link_threshold, mode, static_cast<size_t>(budget));
   if (static_cast<int64_t>(matches.size()) > budget) {
     throw LimitError("the request found more than " + std::to_string(opt_.limits.max_paths) +
                      " spans (output paths and next-level prefixes); the limit max_paths is " +
@@ -338,8 +342,8 @@ bool takes_classify_path(std::string_view text) {
 
 int64_t run_requests(models::LinkModel& model, const std::vector<RequestRun*>& runs, int64_t max_batch_cells,
                      const std::function<bool()>& cancelled) {
-  return drive_runs<models::SequenceInput, models::LinkLogits>(
-      [&model](const std::vector<models::SequenceInput>& batch) { return model.forward(batch); }, runs, max_batch_cells,
+  return drive_runs<models::SequenceInput, models::SequenceLinks>(
+      [&model](const std::vector<models::SequenceInput>& batch) { return model.forward_links(batch); }, runs, max_batch_cells,
       cancelled);
 }
 

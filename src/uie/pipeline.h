@@ -1,7 +1,7 @@
 // The per-request state machine of the UIE pipeline (spec 5-7):
 //   request -> sequences of the current recursion level -> logits -> decode -> next level ...
 // A driver (run_requests, later the HTTP server's batcher) takes the pending sequences of many
-// requests, runs them through LinkModel::forward together, and feeds each request its logits
+// requests, runs them through LinkModel::forward_links together, and feeds each request its logits
 // back in the order it handed them out. One forward per level as long as the level fits in the
 // batch budget.
 #pragma once
@@ -66,8 +66,9 @@ class RequestRun : public RunState {
   bool has_pending();
   int32_t next_length();  // L of the sequence take_next() returns; has_pending() must be true
   models::SequenceInput take_next();
-  // The logits of the oldest handed-out sequence not fed yet ([L*L]).
-  void feed(const models::LinkLogits& logits);
+  // What the model returned for the oldest handed-out sequence not fed yet (its query: the links
+  // above the threshold, and the whole Z in the classification modes).
+  void feed(const models::SequenceLinks& logits);
   // Once everything handed out was fed and nothing is pending: closes the level and opens the
   // next one (or the classification "blank" rerun, or finishes).
   void advance();

@@ -749,6 +749,19 @@ TEST_F(Gpu, LinkScoresMatchCpuAndCopyBackOnlyLinks) {
   a.threshold = 0.0f, a.links = dlinks.get<kg::Link>(), a.capacity = 10, a.count = dcount.get<int>();
   kg::link_scores(a, nullptr);
   EXPECT_THROW(kg::fetch_links(a, nullptr), Error);
+  // try_fetch_links: the count instead of the throw; a rerun with that room finds every link.
+  std::vector<kg::Link> links;
+  int count = 0;
+  EXPECT_FALSE(kg::try_fetch_links(a, nullptr, links, count));
+  EXPECT_TRUE(links.empty());
+  ASSERT_GT(count, 10);
+  DeviceBuffer room(sizeof(kg::Link) * size_t(count));
+  a.links = room.get<kg::Link>(), a.capacity = count;
+  kg::link_scores(a, nullptr);
+  const int found = count;
+  ASSERT_TRUE(kg::try_fetch_links(a, nullptr, links, count));
+  EXPECT_EQ(count, found);
+  EXPECT_EQ(links.size(), size_t(count));
 }
 
 // The shapes where link_scores picks its configurations (issue 13: 16 blocks at batch 1, L 128).

@@ -24,6 +24,7 @@
 #include "ops/conv1d.h"
 #include "ops/layer_norm.h"
 #include "ops/linear.h"
+#include "ops/link_scores.h"
 #include "ops/rotary.h"
 #include "ops/tensor_ops.h"
 #include "tensor/half.h"
@@ -423,6 +424,124 @@ TEST_P(OpsTest, PackedAttentionEqualsOneCallPerSequence) {
   }
   const std::vector<float> got = on_host(packed), want = on_host(alone);
   for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-6 * std::max(1.0f, std::abs(want[i]))) << i;
+}
+
+// ops::link_scores on q | k rows of a packed batch (row stride ld, a NaN at `nan_at` if >= 0)
+// against the dense scores: per sequence exactly the cells of its Z above its own threshold (NaN
+// never), in order, within 1e-4 of the double reference and every cell clearly above present
+// (on the CPU: the bits of one ops::gemm per sequence, the dense head's); the asked Z_b whole and
+// holding the links' exact values; the rest not returned.
+void check_link_scores(backends::Backend& be, const std::vector<int64_t>& offsets, int dim, int ld,
+                       const std::vector<LinkScoresQuery>& queries, int64_t nan_at, uint32_t seed,
+                       size_t* links_found = nullptr) {
+  const int rows = int(offsets.back()), B = int(queries.size());
+  auto qk = random_vec(size_t(rows) * ld, seed, -0.3f, 0.3f);
+  if (nan_at >= 0) qk[size_t(nan_at)] = std::nanf("");
+  const Tensor qk_d = be.copy_of(host_ref(qk.data(), {rows, ld}));
+  const ConstTensorRef q = qk_d.ref().columns(0, dim), k = qk_d.ref().columns(dim, dim);
+  LinkScores out;
+  link_scores(be, offsets, q, k, queries, out);
+  ASSERT_EQ(out.dense_at.size(), size_t(B));
+  size_t n = 0;  // next link of out.links
+  for (int b = 0; b < B; ++b) {
+    SCOPED_TRACE("sequence " + std::to_string(b));
+    const int64_t row0 = offsets[b], L = offsets[b + 1] - row0;
+    const float thr = queries[b].threshold;
+    std::vector<float> qb(size_t(L) * ld), kb(size_t(L) * ld);
+    std::copy(qk.begin() + row0 * ld, qk.begin() + (row0 + L) * ld, qb.begin());
+    std::copy(qk.begin() + row0 * ld + dim, qk.begin() + (row0 + L) * ld, kb.begin());
+    const std::vector<double> ref = gemm_ref(true, int(L), int(L), dim, 1.0f, qb, ld, kb, ld, 0.0f,
+                                             std::vector<float>(size_t(L * L)), int(L));
+    std::vector<float> bits;  // CPU: the dense head's product
+    if (be.device() == Device::kCpu) {
+      bits.resize(size_t(L * L));
+      gemm(be, q.slice(row0, L), k.slice(row0, L), true, 1.0f, 0.0f, host_ref(bits.data(), {L, L}));
+    }
+    std::vector<float> linked(size_t(L * L), std::nanf(""));
+    for (; n < out.links.size() && out.links[n].sequence == b; ++n) {
+      const ScoreLink& l = out.links[n];
+      ASSERT_TRUE(l.row >= 0 && l.row < L && l.col >= 0 && l.col < L) << l.row << " " << l.col;
+      if (n > 0 && out.links[n - 1].sequence == b) {
+        ASSERT_LT(std::pair(out.links[n - 1].row, out.links[n - 1].col), std::pair(l.row, l.col)) << "order";
+      }
+      ASSERT_GT(l.logit, thr);
+      linked[size_t(l.row * L + l.col)] = l.logit;
+    }
+    for (int64_t c = 0; c < L * L; ++c) {
+      const double want = ref[size_t(c)];
+      const float got = linked[size_t(c)];
+      if (!bits.empty()) {
+        ASSERT_EQ(!std::isnan(got), bits[size_t(c)] > thr) << "cell " << c;
+        if (!std::isnan(got)) { ASSERT_EQ(got, bits[size_t(c)]) << "cell " << c; }
+      }
+      if (!std::isnan(got)) { ASSERT_NEAR(got, want, 1e-4 * std::max(1.0, std::abs(want))) << "cell " << c; }
+      else { ASSERT_FALSE(want > thr + 1e-3 * std::max(1.0, std::abs(want))) << "missing the link at " << c; }
+    }
+    ASSERT_EQ(out.dense_at[size_t(b)] >= 0, queries[b].dense);
+    if (!queries[b].dense) continue;
+    ASSERT_NE(out.dense, nullptr);
+    const float* z = out.dense + out.dense_at[size_t(b)];
+    for (int64_t c = 0; c < L * L; ++c) {
+      if (std::isnan(ref[size_t(c)])) {
+        ASSERT_TRUE(std::isnan(z[c])) << "cell " << c;
+        continue;
+      }
+      ASSERT_NEAR(z[c], ref[size_t(c)], 1e-4 * std::max(1.0, std::abs(ref[size_t(c)]))) << "cell " << c;
+      if (!bits.empty()) { ASSERT_EQ(z[c], bits[size_t(c)]) << "cell " << c; }
+      ASSERT_EQ(z[c] > thr, !std::isnan(linked[size_t(c)])) << "cell " << c;  // the same Z
+      if (z[c] > thr) { ASSERT_EQ(z[c], linked[size_t(c)]) << "cell " << c; }
+    }
+  }
+  EXPECT_EQ(n, out.links.size()) << "links of unknown sequences or out of sequence order";
+  if (links_found) *links_found = out.links.size();
+}
+
+TEST_P(OpsTest, LinkScoresReturnTheLinksAboveEachThresholdAndTheAskedScores) {
+  const float inf = std::numeric_limits<float>::infinity();
+  // Odd lengths, a NaN in sequence 0's q (row 2: a row of NaN scores), an odd row stride; about
+  // 10 % of the cells above the lowest threshold (on CUDA: links copied back, each sequence keeping
+  // those above its own threshold), then with a threshold -inf (every score copied back).
+  const std::vector<int64_t> offsets = {0, 37, 42, 43, 113, 241};
+  check_link_scores(be(), offsets, 64, 131, {{0.3f, false}, {0.5f, true}, {inf, true}, {0.4f, true}, {0.35f, false}},
+                    2 * 131 + 5, 60);
+  check_link_scores(be(), offsets, 64, 131, {{0.0f, false}, {0.3f, true}, {-inf, false}, {inf, true}, {0.1f, true}},
+                    2 * 131 + 5, 67);
+  // Nothing asked but links; everything asked and no links (LinkModel::forward's query).
+  check_link_scores(be(), {0, 50, 70}, 32, 64, {{0.2f, false}, {0.2f, false}}, -1, 61);
+  check_link_scores(be(), {0, 50, 70}, 32, 64, {{inf, true}, {inf, true}}, -1, 62);
+}
+
+// Many links: up to the CUDA path's link buffer (a quarter of the cells) they come back as links,
+// past it every score comes back and the links are picked on the host; nothing may be dropped.
+TEST_P(OpsTest, LinkScoresWithManyLinksReturnEveryLink) {
+  const float inf = std::numeric_limits<float>::infinity();
+  // About 20 % of the cells link (Z ~ N(0, 0.24^2) for these inputs): under the buffer.
+  const std::vector<int64_t> four = {0, 300, 600, 900, 1200};
+  const int64_t cells4 = 4 * 300 * 300;
+  size_t found = 0;
+  check_link_scores(be(), four, 64, 128, {{0.2f, false}, {0.2f, true}, {0.2f, false}, {0.2f, false}}, -1, 65, &found);
+  EXPECT_GT(int64_t(found), cells4 / 6);
+  EXPECT_LT(int64_t(found), link_capacity(cells4));
+  // Every cell links: past it.
+  const std::vector<int64_t> two = {0, 300, 560};
+  const int64_t cells2 = 300 * 300 + 260 * 260;
+  check_link_scores(be(), two, 64, 128, {{-inf, false}, {-inf, true}}, -1, 63, &found);
+  EXPECT_EQ(int64_t(found), cells2);
+  check_link_scores(be(), two, 64, 128, {{-inf, false}, {-inf, false}}, -1, 64, &found);
+  EXPECT_EQ(int64_t(found), cells2);
+  // Past it only through a sequence whose own threshold keeps fewer (the kernel's is the lowest).
+  check_link_scores(be(), two, 64, 128, {{-inf, false}, {0.5f, true}}, -1, 66, &found);
+  EXPECT_GT(int64_t(found), link_capacity(cells2));
+}
+
+TEST_P(OpsTest, LinkScoresRefuseMismatchedArguments) {
+  const Tensor qk = be().alloc_tensor(DType::kF32, {10, 8});
+  LinkScores out;
+  EXPECT_THROW(link_scores(be(), {0, 4, 9}, qk.ref().columns(0, 4), qk.ref().columns(4, 4), {{}, {}}, out), Error);
+  EXPECT_THROW(link_scores(be(), {0, 4, 10}, qk.ref().columns(0, 4), qk.ref().columns(4, 4), {{}}, out), Error);
+  EXPECT_THROW(link_scores(be(), {0, 4, 4, 10}, qk.ref().columns(0, 4), qk.ref().columns(4, 4), {{}, {}, {}}, out), Error);
+  EXPECT_THROW(link_scores(be(), {0, 10}, qk.ref().columns(0, 4), qk.ref().columns(4, 3), {{}}, out), Error);
+  EXPECT_NO_THROW(link_scores(be(), {0, 4, 10}, qk.ref().columns(0, 4), qk.ref().columns(4, 4), {{}, {}}, out));
 }
 
 TEST_P(OpsTest, EmbeddingCopyAndZeroRows) {

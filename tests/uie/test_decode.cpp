@@ -3,6 +3,9 @@
 
 #include <cmath>
 
+#include <random>
+
+#include "rexnlu/error.h"
 #include "uie/decode.h"
 #include "uie/utf8.h"
 
@@ -18,9 +21,33 @@ struct Window {
       : L(l), H(h), offsets(std::move(offs)), slots(std::move(type_tokens)), z(static_cast<size_t>(l) * l, -3.0f) {}
   void link(int32_t r, int32_t c, float v = 2.0f) { z[static_cast<size_t>(r) * L + c] = v; }
   void span(int32_t head, int32_t tail, int32_t type) { link(head, tail), link(head, type), link(type, tail); }
-  std::vector<Match> decode(const MarkedText& text, DecodeMode mode = DecodeMode::kExtract) {
+  // Decodes the dense Z, and checks that what a model returns for the pipeline's query gives the
+  // same matches: the links alone (extraction) or the dense Z (classification; links alone refused).
+  std::vector<Match> decode(const MarkedText& text, DecodeMode mode = DecodeMode::kExtract, float threshold = 0.0f,
+                            size_t max_matches = SIZE_MAX) {
     WindowLayout w{L, H, &offsets, &slots, 0};
-    return decode_window(z.data(), w, text, 0.0f, mode);
+    std::vector<Match> dense = decode_window(z.data(), w, text, threshold, mode, max_matches);
+    const bool extract = mode == DecodeMode::kExtract;
+    const models::SequenceLinks links = models::SequenceLinks::from_dense(z, L, {threshold, !extract});
+    EXPECT_EQ(links.dense.empty(), extract);
+    expect_same(decode_window(links, w, text, threshold, mode, max_matches), dense);
+    if (!extract) {
+      models::SequenceLinks sparse = links;
+      sparse.dense.clear();
+      EXPECT_THROW(decode_window(sparse, w, text, threshold, mode, max_matches), Error);
+    }
+    return dense;
+  }
+  static void expect_same(const std::vector<Match>& got, const std::vector<Match>& want) {
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_EQ(got[i].slot, want[i].slot) << i;
+      EXPECT_EQ(got[i].start, want[i].start) << i;
+      EXPECT_EQ(got[i].end, want[i].end) << i;
+      EXPECT_EQ(got[i].span, want[i].span) << i;
+      EXPECT_TRUE(got[i].probability == want[i].probability ||
+                  (std::isnan(got[i].probability) && std::isnan(want[i].probability))) << i;
+    }
   }
 };
 
@@ -103,6 +130,47 @@ TEST(Decode, BlankModeScoresEveryTypeOnTheFirstTextToken) {
   EXPECT_NEAR(m[0].probability, (sig(1.0) + sig(-1.0) + sig(0.5)) / 3, 1e-4);
   EXPECT_NEAR(m[1].probability, (sig(1.0) + 2 * sig(-3.0)) / 3, 1e-4);
   EXPECT_TRUE(w.decode(text, DecodeMode::kClassify).empty());  // Z[T,c] < 0: no link
+}
+
+// Random windows with many links (several thresholds, budgets that stop the loop midway): the
+// links alone give the dense Z's matches (Window::decode checks), incl. links below the diagonal
+// and NaN cells, which never link.
+TEST(Decode, LinksAloneGiveTheDenseMatchesOnRandomWindows) {
+  auto text = text_of("abcdefghijklmnopqrstuvwxyz0123456789");
+  std::mt19937 rng(7);
+  std::normal_distribution<float> logit(-1.0f, 1.5f);
+  size_t total = 0;
+  for (int round = 0; round < 40; ++round) {
+    const int32_t H = 6, L = H + 1 + static_cast<int32_t>(rng() % 30);
+    std::vector<text::Offset> offs(L);
+    for (int32_t t = H; t < L; ++t) offs[t] = {t - H, t - H + 1};
+    Window w(L, H, offs, {1, 3, -1, 4});
+    for (float& v : w.z) v = logit(rng);
+    w.z[rng() % w.z.size()] = std::nanf("");
+    for (const float t : {0.0f, 0.7f, -0.5f}) {
+      total += w.decode(text, DecodeMode::kExtract, t).size();
+      w.decode(text, DecodeMode::kExtract, t, 3);
+      w.decode(text, DecodeMode::kClassify, t);
+    }
+    w.decode(text, DecodeMode::kClassifyBlank);
+  }
+  EXPECT_GT(total, 100u);  // the cases do link
+}
+
+// The links must hold everything above the decode's threshold and come in order.
+TEST(Decode, LinksOfAHigherThresholdOrOutOfOrderAreRefused) {
+  auto text = text_of("ab cd");
+  Window w = two_type_window();
+  w.span(7, 8, 2);
+  WindowLayout layout{w.L, w.H, &w.offsets, &w.slots, 0};
+  models::SequenceLinks links = models::SequenceLinks::from_dense(w.z, w.L, {0.5f, false});
+  EXPECT_THROW(decode_window(links, layout, text, 0.0f, DecodeMode::kExtract), Error);
+  EXPECT_EQ(decode_window(links, layout, text, 0.5f, DecodeMode::kExtract).size(), 1u);
+  std::swap(links.links[0], links.links[1]);
+  EXPECT_THROW(decode_window(links, layout, text, 0.5f, DecodeMode::kExtract), Error);
+  links = models::SequenceLinks::from_dense(w.z, w.L, {0.0f, false});
+  links.links.push_back(models::Link{w.L, 0, 5.0f});
+  EXPECT_THROW(decode_window(links, layout, text, 0.0f, DecodeMode::kExtract), Error);
 }
 
 TEST(Decode, Round4IsPythonRound) {

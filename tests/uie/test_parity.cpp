@@ -16,6 +16,8 @@ namespace {
 using uie::testing::read_jsonl;
 
 // Passes batches to the real model and counts the sequences (the original's forward passes).
+// dense: the pipeline gets every dense Z (LinkModel's default forward_links over the model's
+// forward) instead of what its queries ask (the model's own forward_links: links only in extraction).
 class CountingModel : public models::LinkModel {
  public:
   explicit CountingModel(std::unique_ptr<models::LinkModel> inner) : inner_(std::move(inner)) {}
@@ -23,8 +25,14 @@ class CountingModel : public models::LinkModel {
     sequences += static_cast<int64_t>(batch.size());
     return inner_->forward(batch);
   }
+  std::vector<models::SequenceLinks> forward_links(const std::vector<models::SequenceInput>& batch) override {
+    if (dense) return LinkModel::forward_links(batch);
+    sequences += static_cast<int64_t>(batch.size());
+    return inner_->forward_links(batch);
+  }
   int64_t forward_calls() const override { return inner_->forward_calls(); }
   int64_t sequences = 0;
+  bool dense = false;
 
  private:
   std::unique_ptr<models::LinkModel> inner_;
@@ -56,6 +64,12 @@ TEST(Parity, EndToEndCasesOfTheOriginal) {
     const int64_t calls_before = engine.forward_calls(), seqs_before = model->sequences;
     const Result r = engine.extract(c["text"].get<std::string>(), c["schema"].dump(), o);
     const int64_t calls = engine.forward_calls() - calls_before, seqs = model->sequences - seqs_before;
+    // The dense Z decode the same (bit-identical scores on the CPU and on the GPU: one kernel).
+    model->dense = true;
+    EXPECT_EQ(rexnlu::testing::paths_json(engine.extract(c["text"].get<std::string>(), c["schema"].dump(), o)),
+              rexnlu::testing::paths_json(r))
+        << "dense vs links";
+    model->dense = false;
     const bool same = rexnlu::testing::paths_json(r) == c["expected"];
     const int64_t original_calls = c["forward_calls"].get<int64_t>();
     ++cases;

@@ -174,14 +174,12 @@ void link_scores(const LinkScoresArgs& a, cudaStream_t stream) {
   check_launch("cuda::link_scores");
 }
 
-std::vector<Link> fetch_links(const LinkScoresArgs& a, cudaStream_t stream) {
-  int count = 0;
+bool try_fetch_links(const LinkScoresArgs& a, cudaStream_t stream, std::vector<Link>& links, int& count) {
+  count = 0;
   check(cudaMemcpyAsync(&count, a.count, sizeof count, cudaMemcpyDeviceToHost, stream), "cuda::fetch_links count");
   check(cudaStreamSynchronize(stream), "cuda::fetch_links");
-  if (count > a.capacity)
-    throw InternalError("cuda::fetch_links: " + std::to_string(count) + " links above the threshold, buffer holds " +
-                        std::to_string(a.capacity));
-  std::vector<Link> links(static_cast<size_t>(count));
+  if (count > a.capacity) return false;
+  links.resize(static_cast<size_t>(count));
   if (count > 0)
     check(cudaMemcpyAsync(links.data(), a.links, sizeof(Link) * links.size(), cudaMemcpyDeviceToHost, stream),
           "cuda::fetch_links copy");
@@ -189,6 +187,15 @@ std::vector<Link> fetch_links(const LinkScoresArgs& a, cudaStream_t stream) {
   std::sort(links.begin(), links.end(), [](const Link& x, const Link& y) {
     return x.sequence != y.sequence ? x.sequence < y.sequence : x.row != y.row ? x.row < y.row : x.col < y.col;
   });
+  return true;
+}
+
+std::vector<Link> fetch_links(const LinkScoresArgs& a, cudaStream_t stream) {
+  std::vector<Link> links;
+  int count = 0;
+  if (!try_fetch_links(a, stream, links, count))
+    throw InternalError("cuda::fetch_links: " + std::to_string(count) + " links above the threshold, buffer holds " +
+                        std::to_string(a.capacity));
   return links;
 }
 

@@ -122,6 +122,9 @@ void link_scores(const LinkScoresArgs& args, cudaStream_t stream);
 // sequence, row, col (the order decoding reads them). Throws rexnlu::Error (kInternal) when
 // more than args.capacity were found (the caller retries with a larger buffer).
 std::vector<Link> fetch_links(const LinkScoresArgs& args, cudaStream_t stream);
+// The same without the throw: false (links untouched) when more than args.capacity were found;
+// `count` receives the total either way (a rerun with that capacity finds them all).
+bool try_fetch_links(const LinkScoresArgs& args, cudaStream_t stream, std::vector<Link>& links, int& count);
 
 // out[t] = table[ids[t]] for t < rows: fp32 rows of `width` values (ops::embedding).
 void embedding(const float* table, const int32_t* ids, int rows, int width, float* out, cudaStream_t stream);

@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "ops/link_scores.h"
 #include "ops/linear.h"
 #include "ops/rotary.h"
 #include "rexnlu/error.h"
@@ -17,7 +18,7 @@ RexLinkHead::RexLinkHead(const rex::ModelConfig& c, WeightLoader& w) : hidden_(c
 }
 
 void RexLinkHead::forward(backends::Backend& be, const PackedBatch& batch, ConstTensorRef hidden,
-                          std::vector<LinkLogits>& out) const {
+                          const std::vector<LinkQuery>& queries, std::vector<SequenceLinks>& out) const {
   const int64_t T = batch.rows(), H = hidden_;
   const ConstTensorRef positions = be.upload(host_ref(batch.position_ids.data(), {T}));
   const TensorRef qk = be.alloc(DType::kF32, {T, 2 * H});  // row t: q_t | k_t
@@ -25,30 +26,19 @@ void RexLinkHead::forward(backends::Backend& be, const PackedBatch& batch, Const
   ops::rotary_interleaved(be, qk.columns(0, H), positions, freqs_);
   ops::rotary_interleaved(be, qk.columns(H, H), positions, freqs_);
 
-  // Every sequence's L x L block into one buffer, copied back once (one wait for the device, not
-  // one per sequence; on the CPU the products write the staging buffer directly; on CUDA it is
-  // page-locked, so the copy is one DMA).
-  int64_t total = 0;
-  for (int b = 0; b < batch.num_sequences(); ++b) total += int64_t{batch.length(b)} * batch.length(b);
-  float* staging = static_cast<float*>(be.host_scratch(static_cast<size_t>(total) * sizeof(float)));
-  const TensorRef host = host_ref(staging, {total});
-  const TensorRef z = be.output_for(host);
-  int64_t at = 0;
+  // Every sequence's scores at once; only what each query asks comes back to the host.
+  std::vector<ops::LinkScoresQuery> asked(queries.size());
+  for (size_t b = 0; b < queries.size(); ++b) asked[b] = {queries[b].threshold, queries[b].dense};
+  ops::LinkScores scores;
+  ops::link_scores(be, batch.offsets, qk.columns(0, H), qk.columns(H, H), asked, scores);
+  out.assign(batch.num_sequences(), SequenceLinks{});
   for (int b = 0; b < batch.num_sequences(); ++b) {
     const int64_t L = batch.length(b);
-    const TensorRef seq = qk.slice(batch.offset(b), L);
-    const TensorRef zb(z.data + at * static_cast<int64_t>(sizeof(float)), DType::kF32, {L, L}, z.device);
-    ops::gemm(be, seq.columns(0, H), seq.columns(H, H), true, 1.0f, 0.0f, zb);
-    at += L * L;
+    out[b].length = static_cast<int32_t>(L);
+    out[b].threshold = queries[b].threshold;
+    if (const int64_t at = scores.dense_at[b]; at >= 0) out[b].dense.assign(scores.dense + at, scores.dense + at + L * L);
   }
-  be.download(z, host);
-  out.resize(batch.num_sequences());
-  at = 0;
-  for (int b = 0; b < batch.num_sequences(); ++b) {
-    const int64_t n = int64_t{batch.length(b)} * batch.length(b);
-    out[b].assign(staging + at, staging + at + n);
-    at += n;
-  }
+  for (const ops::ScoreLink& l : scores.links) out[l.sequence].links.push_back(Link{l.row, l.col, l.logit});
 }
 
 }  // namespace rexnlu::models

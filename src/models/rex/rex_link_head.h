@@ -18,11 +18,12 @@ class RexLinkHead {
   // Declares ffnq.*, ffnk.* and rotary_emb.freqs (loaded, not recomputed: powf rounding may differ).
   RexLinkHead(const rex::ModelConfig& config, WeightLoader& weights);
 
-  // hidden [batch.rows(), H] on the backend (F32 or the backend's activation type) -> one L*L
-  // logit matrix per sequence on the host (out is resized). q|k, the rotary and the scores are fp32
-  // (the q|k product reads 16-bit hidden states and writes fp32).
+  // hidden [batch.rows(), H] on the backend (F32 or the backend's activation type) -> per
+  // sequence b what queries[b] asks of its L*L logit matrix, on the host (out is resized; the
+  // scores: ops::link_scores). q|k, the rotary and the scores are fp32 (the q|k product reads
+  // 16-bit hidden states and writes fp32).
   void forward(backends::Backend& be, const PackedBatch& batch, ConstTensorRef hidden,
-               std::vector<LinkLogits>& out) const;
+               const std::vector<LinkQuery>& queries, std::vector<SequenceLinks>& out) const;
 
  private:
   int hidden_ = 0;

@@ -28,17 +28,36 @@ std::vector<io::TensorSpec> RexUniNluModel::declared_tensors(const rex::ModelCon
   return loader.declared();
 }
 
+namespace {
+
+std::vector<LinkLogits> dense_of(std::vector<SequenceLinks>& links) {
+  std::vector<LinkLogits> z(links.size());
+  for (size_t b = 0; b < links.size(); ++b) z[b] = std::move(links[b].dense);
+  return z;
+}
+
+}  // namespace
+
 std::vector<LinkLogits> RexUniNluModel::forward(const std::vector<SequenceInput>& batch) {
   std::lock_guard lock(mutex_);
-  std::vector<LinkLogits> logits;
-  run(batch, logits, nullptr);
-  return logits;
+  std::vector<SequenceLinks> links;
+  run(batch, true, links, nullptr);
+  return dense_of(links);
+}
+
+std::vector<SequenceLinks> RexUniNluModel::forward_links(const std::vector<SequenceInput>& batch) {
+  std::lock_guard lock(mutex_);
+  std::vector<SequenceLinks> links;
+  run(batch, false, links, nullptr);
+  return links;
 }
 
 RexUniNluModel::Outputs RexUniNluModel::forward_with_hidden(const std::vector<SequenceInput>& batch) {
   std::lock_guard lock(mutex_);
   Outputs o;
-  run(batch, o.logits, &o.hidden);
+  std::vector<SequenceLinks> links;
+  run(batch, true, links, &o.hidden);
+  o.logits = dense_of(links);
   return o;
 }
 
@@ -54,7 +73,7 @@ size_t RexUniNluModel::workspace_bytes() const {
 
 std::string RexUniNluModel::backend_description() const { return backend_->describe(); }
 
-void RexUniNluModel::run(const std::vector<SequenceInput>& batch, std::vector<LinkLogits>& logits,
+void RexUniNluModel::run(const std::vector<SequenceInput>& batch, bool dense, std::vector<SequenceLinks>& links,
                          std::vector<std::vector<float>>* hidden) {
   ++forward_calls_;
   if (batch.empty()) return;
@@ -64,7 +83,10 @@ void RexUniNluModel::run(const std::vector<SequenceInput>& batch, std::vector<Li
   const int64_t H = encoder_->hidden_size();
   const TensorRef h = be.alloc(be.activation_type(), {packed.rows(), H});
   encoder_->forward(be, packed, h);
-  head_->forward(be, packed, h, logits);
+  std::vector<LinkQuery> queries(batch.size());  // default: the dense Z alone
+  if (!dense)
+    for (size_t b = 0; b < batch.size(); ++b) queries[b] = batch[b].query;
+  head_->forward(be, packed, h, queries, links);
   if (hidden) {
     TensorRef h32 = h;  // the hidden states as F32 (widened on the device when they are 16-bit)
     if (h.dtype != DType::kF32) {

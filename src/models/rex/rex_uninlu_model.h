@@ -32,6 +32,7 @@ class RexUniNluModel final : public LinkModel {
   static std::vector<io::TensorSpec> declared_tensors(const rex::ModelConfig& config, int64_t embedding_rows);
 
   std::vector<LinkLogits> forward(const std::vector<SequenceInput>& batch) override;
+  std::vector<SequenceLinks> forward_links(const std::vector<SequenceInput>& batch) override;
   int64_t forward_calls() const override;
 
   struct Outputs {
@@ -53,8 +54,9 @@ class RexUniNluModel final : public LinkModel {
   size_t workspace_bytes() const;
 
  private:
-  // Runs the batch; fills hidden only when asked. Callers hold mutex_ (the backend's workspace is shared).
-  void run(const std::vector<SequenceInput>& batch, std::vector<LinkLogits>& logits,
+  // Runs the batch: the sequences' queries, or every dense Z when `dense`; fills hidden only when
+  // asked. Callers hold mutex_ (the backend's workspace is shared).
+  void run(const std::vector<SequenceInput>& batch, bool dense, std::vector<SequenceLinks>& links,
            std::vector<std::vector<float>>* hidden);
 
   rex::ModelConfig config_;
