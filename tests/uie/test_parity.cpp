@@ -90,7 +90,9 @@ TEST(Parity, EndToEndCasesOfTheOriginal) {
   // Where no case clears the margin (bf16), the recursion's shape is what can be asserted: every
   // case runs as many sequences as the original's forward passes (56/56 on the H200 in fp32, fp16
   // and bf16 alike, session 10).
-  if (strict == 0) EXPECT_EQ(seq_ok, cases) << "cases whose sequence count differs from the original's forward passes";
+  if (strict == 0) {
+    EXPECT_EQ(seq_ok, cases) << "cases whose sequence count differs from the original's forward passes";
+  }
   std::printf("parity (%s): %d/%d cases with min_abs_logit >= %g identical; %d/%d near-threshold cases also identical; "
               "sequence counts equal the original's forward passes in %d/%d cases\n",
               std::string(precision_name(load.precision)).c_str(), strict_ok, strict, strict_min, loose_ok, loose, seq_ok,
