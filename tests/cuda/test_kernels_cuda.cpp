@@ -232,6 +232,36 @@ TEST(CudaHost, LinkScoresRejectsAnUnknownTile) {
   EXPECT_THROW(kg::link_scores(a, nullptr), Error);
 }
 
+TEST(CudaHost, SortLinksOrdersBySequenceRowColumn) {
+  // Shuffled links of 3 sequences of up to 700 tokens (3 radix passes: keys past 2^22), with
+  // repeated positions (stable: their logits keep their order), vs std::sort with a comparator.
+  std::mt19937 rng(7);
+  const int max_length = 700;
+  std::vector<kg::Link> links;
+  for (int i = 0; i < 5000; ++i)
+    links.push_back(kg::Link{static_cast<int32_t>(rng() % 3), static_cast<int32_t>(rng() % max_length),
+                             static_cast<int32_t>(rng() % max_length), static_cast<float>(i)});
+  links.push_back(links[10]);
+  links.back().logit = 1e6f;  // the same position again, later
+  std::vector<kg::Link> want = links;
+  std::stable_sort(want.begin(), want.end(), [](const kg::Link& x, const kg::Link& y) {
+    return x.sequence != y.sequence ? x.sequence < y.sequence : x.row != y.row ? x.row < y.row : x.col < y.col;
+  });
+  kg::sort_links(links, max_length);
+  ASSERT_EQ(links.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(links[i].sequence, want[i].sequence) << i;
+    EXPECT_EQ(links[i].row, want[i].row) << i;
+    EXPECT_EQ(links[i].col, want[i].col) << i;
+    EXPECT_EQ(links[i].logit, want[i].logit) << i;
+  }
+  std::vector<kg::Link> one{kg::Link{0, 1, 2, 3.0f}}, none;
+  kg::sort_links(one, 4);
+  kg::sort_links(none, 4);
+  EXPECT_EQ(one.size(), 1u);
+  EXPECT_TRUE(none.empty());
+}
+
 // ---- GPU comparisons ----------------------------------------------------------------------
 
 class Gpu : public ::testing::Test {

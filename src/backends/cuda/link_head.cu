@@ -1,6 +1,7 @@
 // The link head's token-pair scores Z = q · k^T per sequence (fp32), thresholded on the device
 // so that only the links decoding reads are copied back.
 #include <algorithm>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -184,10 +185,33 @@ bool try_fetch_links(const LinkScoresArgs& a, cudaStream_t stream, std::vector<L
     check(cudaMemcpyAsync(links.data(), a.links, sizeof(Link) * links.size(), cudaMemcpyDeviceToHost, stream),
           "cuda::fetch_links copy");
   check(cudaStreamSynchronize(stream), "cuda::fetch_links");
-  std::sort(links.begin(), links.end(), [](const Link& x, const Link& y) {
-    return x.sequence != y.sequence ? x.sequence < y.sequence : x.row != y.row ? x.row < y.row : x.col < y.col;
-  });
+  sort_links(links, a.batch.max_length);
   return true;
+}
+
+void sort_links(std::vector<Link>& links, int max_length) {
+  // LSD radix sort of (sequence * max_length + row) * max_length + col, 11 bits a pass, as many
+  // passes as the largest key needs (2 for 8 sequences of 512); stable, so ties keep their order.
+  const size_t n = links.size();
+  if (n < 2) return;
+  constexpr int kBits = 11;
+  constexpr uint64_t kMask = (uint64_t{1} << kBits) - 1;
+  const auto key_of = [max_length](const Link& l) {
+    return (static_cast<uint64_t>(l.sequence) * static_cast<uint64_t>(max_length) + static_cast<uint64_t>(l.row)) *
+               static_cast<uint64_t>(max_length) +
+           static_cast<uint64_t>(l.col);
+  };
+  uint64_t max_key = 0;
+  for (const Link& l : links) max_key = std::max(max_key, key_of(l));
+  std::vector<Link> other(n);
+  std::vector<size_t> count(kMask + 2);
+  for (int shift = 0; shift == 0 || (shift < 64 && (max_key >> shift) != 0); shift += kBits) {
+    std::fill(count.begin(), count.end(), 0);
+    for (const Link& l : links) ++count[((key_of(l) >> shift) & kMask) + 1];
+    for (size_t d = 0; d <= kMask; ++d) count[d + 1] += count[d];
+    for (const Link& l : links) other[count[(key_of(l) >> shift) & kMask]++] = l;
+    links.swap(other);
+  }
 }
 
 std::vector<Link> fetch_links(const LinkScoresArgs& a, cudaStream_t stream) {
