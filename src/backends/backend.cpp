@@ -23,6 +23,13 @@ void Backend::run_recorded(const std::string&, const std::function<void()>& body
   body();
 }
 
+std::vector<ConstTensorRef> Backend::upload_all(const std::vector<ConstTensorRef>& hosts) {
+  std::vector<ConstTensorRef> out;
+  out.reserve(hosts.size());
+  for (const ConstTensorRef& h : hosts) out.push_back(upload(h));
+  return out;
+}
+
 TensorRef Backend::alloc(DType dtype, std::initializer_list<int64_t> shape) {
   TensorRef r(nullptr, dtype, shape, device_);
   r.data = static_cast<std::byte*>(workspace_.alloc<std::byte>(static_cast<size_t>(r.numel()) * dtype_size(dtype)));

@@ -63,6 +63,9 @@ class Backend {
   // ---- moving data between the host and the device
   // `host` as the ops can read it: `host` itself on the CPU, a scratch copy on a device.
   virtual ConstTensorRef upload(ConstTensorRef host) = 0;
+  // upload() of every part, in order; a device backend copies them all in ONE transfer (a pass's
+  // inputs: ids, positions and one mask per sequence were 3 + B copies, each a DMA of its own).
+  virtual std::vector<ConstTensorRef> upload_all(const std::vector<ConstTensorRef>& hosts);
   // Where an op may write a result that must end up in `host` (then call download()): `host`
   // itself on the CPU, scratch on a device.
   virtual TensorRef output_for(TensorRef host) = 0;

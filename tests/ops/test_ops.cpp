@@ -96,6 +96,42 @@ std::vector<double> gemm_ref(bool trans_b, int M, int N, int K, float alpha, con
   return out;
 }
 
+// upload_all() gives what upload() of each part would (in order, each part's dtype and shape),
+// takes the bytes at the call, keeps every part 64-byte aligned on a device, and takes empty parts.
+TEST_P(OpsTest, UploadAllEqualsUploadOfEachPart) {
+  be().begin_pass();
+  std::vector<int32_t> ids = {5, -7, 9};
+  std::vector<uint8_t> mask(7 * 7);
+  for (size_t i = 0; i < mask.size(); ++i) mask[i] = static_cast<uint8_t>(i * 37 % 251);
+  const std::vector<float> x = random_vec(1001, 3);
+  std::vector<float> empty;
+  const std::vector<ConstTensorRef> parts = {host_ref(ids.data(), {3}), host_ref(mask.data(), {7, 7}),
+                                             host_ref(x.data(), {7, 143}), host_ref(empty.data(), {0})};
+  const std::vector<int32_t> ids_sent = ids;
+  const std::vector<ConstTensorRef> up = be().upload_all(parts);
+  if (GetParam() != Device::kCpu) std::fill(ids.begin(), ids.end(), -1);  // staged at the call on a device
+  ASSERT_EQ(up.size(), parts.size());
+  for (size_t i = 0; i < up.size(); ++i) {
+    EXPECT_EQ(up[i].dtype, parts[i].dtype) << i;
+    EXPECT_EQ(up[i].rank, parts[i].rank) << i;
+    EXPECT_EQ(up[i].numel(), parts[i].numel()) << i;
+    EXPECT_EQ(up[i].cols(), parts[i].cols()) << i;
+    EXPECT_EQ(up[i].device, GetParam()) << i;
+    if (GetParam() != Device::kCpu) {
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(up[i].data) % 64, 0u) << i;
+    }
+  }
+  std::vector<int32_t> got_ids(3);
+  std::vector<uint8_t> got_mask(mask.size());
+  std::vector<float> got_x(x.size());
+  be().download(up[0], TensorRef(reinterpret_cast<std::byte*>(got_ids.data()), DType::kI32, {3}));
+  be().download(up[1], TensorRef(reinterpret_cast<std::byte*>(got_mask.data()), DType::kU8, {7, 7}));
+  be().download(up[2], host_ref(got_x.data(), {7, 143}));
+  EXPECT_EQ(got_ids, ids_sent);
+  EXPECT_EQ(got_mask, mask);
+  EXPECT_EQ(got_x, x);
+}
+
 // upload() takes the host bytes at the call (a device backend stages them: the host buffer may
 // change right after), also when a pass uploads more than its staging held before (it grows
 // mid-pass); host_scratch() hands out aligned, disjoint host memory for the pass, page-locked on

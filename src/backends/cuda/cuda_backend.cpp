@@ -179,6 +179,31 @@ ConstTensorRef CudaBackend::upload(ConstTensorRef host) {
   return d;
 }
 
+std::vector<ConstTensorRef> CudaBackend::upload_all(const std::vector<ConstTensorRef>& hosts) {
+  // The parts back to back (each at a 64-byte boundary) in one device block and one page-locked
+  // staging block: one copy for them all.
+  constexpr size_t kAlign = 64;
+  std::vector<size_t> at(hosts.size());
+  size_t total = 0;
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    if (!hosts[i].contiguous())
+      throw InternalError("CudaBackend::upload_all: " + rexnlu::describe(hosts[i]) + " is not contiguous");
+    at[i] = total;
+    total += (static_cast<size_t>(hosts[i].numel()) * dtype_size(hosts[i].dtype) + kAlign - 1) / kAlign * kAlign;
+  }
+  auto* device = workspace().alloc<std::byte>(total);
+  auto* staged = static_cast<std::byte*>(total ? host_scratch(total) : nullptr);
+  std::vector<ConstTensorRef> out(hosts.begin(), hosts.end());
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    const size_t bytes = static_cast<size_t>(hosts[i].numel()) * dtype_size(hosts[i].dtype);
+    if (bytes) std::memcpy(staged + at[i], hosts[i].data, bytes);
+    out[i].device = Device::kCuda;
+    out[i].data = device + at[i];
+  }
+  if (total) check(cudaMemcpyAsync(device, staged, total, cudaMemcpyHostToDevice, stream_), "CudaBackend::upload_all");
+  return out;
+}
+
 TensorRef CudaBackend::output_for(TensorRef host) {
   TensorRef d = host;
   d.device = Device::kCuda;

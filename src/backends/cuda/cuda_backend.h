@@ -46,6 +46,7 @@ class CudaBackend final : public Backend {
   void run_recorded(const std::string& key, const std::function<void()>& body) override;
   size_t recorded_graphs() const { return graphs_.size(); }
   ConstTensorRef upload(ConstTensorRef host) override;
+  std::vector<ConstTensorRef> upload_all(const std::vector<ConstTensorRef>& hosts) override;
   TensorRef output_for(TensorRef host) override;
   void download(ConstTensorRef src, TensorRef host) override;
   Linear make_linear(ConstTensorRef weight, ConstTensorRef bias) override;

@@ -56,19 +56,21 @@ void DebertaV2RexEncoder::forward(backends::Backend& be, const PackedBatch& batc
   const int64_t T = batch.rows(), H = hidden_;
   // Everything the layers read from the host goes to the device first, so that the layers
   // themselves are device work only (a GPU records them once per shape and replays them).
-  const ConstTensorRef ids = be.upload(host_ref(batch.ids.data(), {T}));
-  const ConstTensorRef positions = be.upload(host_ref(batch.position_ids.data(), {T}));
-  std::vector<ConstTensorRef> masks;
+  // In one transfer: ids, positions, the rows any token attends to, then every sequence's mask.
+  const std::vector<uint8_t> keep_host = input_mask(batch);  // upload_all() may refer to it (CPU)
+  std::vector<ConstTensorRef> inputs = {host_ref(batch.ids.data(), {T}), host_ref(batch.position_ids.data(), {T}),
+                                        host_ref(keep_host.data(), {T})};
   std::string key = "rex";
   for (int b = 0; b < batch.num_sequences(); ++b) {
     const int64_t L = batch.length(b);
-    masks.push_back(be.upload(host_ref(batch.masks[b], {L, L})));
+    inputs.push_back(host_ref(batch.masks[b], {L, L}));
     key += ' ';
     key += std::to_string(L);
   }
-  const ops::PackedSequences seqs = ops::pack_sequences(be, batch.offsets, masks);
-  const std::vector<uint8_t> keep_host = input_mask(batch);  // upload() may refer to it (CPU)
-  const ConstTensorRef keep = be.upload(host_ref(keep_host.data(), {T}));
+  const std::vector<ConstTensorRef> uploaded = be.upload_all(inputs);
+  const ConstTensorRef &ids = uploaded[0], &positions = uploaded[1], &keep = uploaded[2];
+  const ops::PackedSequences seqs =
+      ops::pack_sequences(be, batch.offsets, std::vector<ConstTensorRef>(uploaded.begin() + 3, uploaded.end()));
   // The activations from the embeddings' layer norm on are of the backend's activation type (h's):
   // the gathered rows stay F32 (the table's type) until that layer norm writes them.
   const TensorRef emb = be.alloc(h.dtype, {T, H});
