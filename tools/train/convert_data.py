@@ -5,11 +5,16 @@ sample_tasks files (offsets are [start, end) code points, span == text[start:end
 Files are written to a git-ignored folder (default .device/train/raw) and are never committed.
 
   python3 tools/train/convert_data.py --data ../shared/data --out .device/train/raw
+  python3 tools/train/convert_data.py --data ../shared/data --out .device/train/large --large
+      (only the larger held-out evaluation sets of large_evals(); the default output is unchanged)
 
 Train files come only from data whose license allows redistribution of a model trained on it
-(see models/rexnlu-demo-zh-small/README.md); DuIE is converted for evaluation only.
+(see models/rexnlu-demo-zh-small/README.md); DuIE is converted for evaluation only, and so are the
+--large sets (ASTE, ChnSentiCorp, DuEE and MSRA are research / non-commercial only: local files, never
+committed or shipped).
 """
 import argparse
+import ast
 import json
 import os
 import random
@@ -27,6 +32,9 @@ RESUME_TYPES = {"NAME": "人名", "CONT": "国籍", "RACE": "民族", "TITLE": "
                 "ORG": "组织机构", "PRO": "专业", "LOC": "地名"}
 PD_TYPES = {"PER": "人物", "LOC": "地理位置", "ORG": "组织机构"}  # People's Daily: the official example's names
 SENTIMENT = {"Positive": "正向情感", "Negative": "负向情感"}
+# sample_tasks absa's path types; ASTE polarity strings differ by file (train/test POS.., dev Positive..)
+ABSA_POLARITY = {"POS": "正向情感(情感词)", "Positive": "正向情感(情感词)", "NEG": "负向情感(情感词)",
+                 "Negative": "负向情感(情感词)", "NEU": "中性情感(情感词)", "Neutral": "中性情感(情感词)"}
 
 
 def read_lines(path):
@@ -133,12 +141,31 @@ def tnews(path, names, prefix):
     return classify(prefix, items, sorted(set(names.values())))
 
 
+TNEWS_FULL_CAP = 4000  # CLUE TNEWS dev sentences in the training mix (train_tnews_full)
+
+
+def tnews_names(D):
+    return {d["label"]: d["label_zh"] for d in read_jsonl(f"{D}/fewclue/tnews/label_index2en2zh.json")}
+
+
+def fewclue_tnews_texts(D):
+    return {d["sentence"] for f in ("train_few_all", "dev_few_all", "test_public")
+            for d in read_jsonl(f"{D}/fewclue/tnews/{f}.json")}
+
+
+def tnews_clue_split(path, names, exclude, cap, seed=42):
+    """CLUE TNEWS dev (10,000) without any text of the FewCLUE TNEWS files: (`cap` random items,
+    the rest in file order without the texts of those, which occur more than once in the file)."""
+    items = [(d["sentence"], [names[str(d["label"])]]) for d in read_jsonl(path) if d["sentence"] not in exclude]
+    picked = [items[i] for i in random.Random(seed).sample(range(len(items)), min(cap, len(items)))]
+    seen = {t for t, _ in picked}
+    return picked, [it for it in items if it[0] not in seen]
+
+
 def tnews_full(path, names, prefix, exclude, cap, seed=42):
     """CLUE TNEWS dev (10,000) as training data, without any text of the FewCLUE TNEWS files
     (whose dev_few_all is an evaluation set), capped at `cap` random sentences."""
-    items = [(d["sentence"], [names[str(d["label"])]]) for d in read_jsonl(path) if d["sentence"] not in exclude]
-    items = random.Random(seed).sample(items, min(cap, len(items)))
-    return classify(prefix, items, sorted(set(names.values())))
+    return classify(prefix, tnews_clue_split(path, names, exclude, cap, seed)[0], sorted(set(names.values())))
 
 
 def eprstmt(path, prefix):
@@ -151,7 +178,8 @@ def iflytek(path, prefix, labels):
     return classify(prefix, items, labels)
 
 
-def cail(root, prefix, max_docs_frac=0.85):
+def cail(root, prefix, max_docs_frac=0.85, held_out=False):
+    """held_out: the last 15% of documents instead (evaluation only; large_evals)."""
     rows = []
     for domain in ("divorce", "labor", "loan"):
         d = f"{root}/{domain}"
@@ -159,10 +187,94 @@ def cail(root, prefix, max_docs_frac=0.85):
         names = read_lines(f"{d}/selectedtags.txt")
         tag2name = dict(zip(tags, names))
         docs = read_jsonl(f"{d}/data_small_selected.json")
-        docs = docs[:int(len(docs) * max_docs_frac)]  # the last 15% of documents stay unseen
+        cut = int(len(docs) * max_docs_frac)
+        docs = docs[cut:] if held_out else docs[:cut]  # the last 15% of documents stay unseen in training
         items = [(s["sentence"], [tag2name[t] for t in s["labels"]]) for doc in docs for s in doc if s["labels"]]
         rows += classify(f"{prefix}-{domain}", items, names, marker="[MULTICLASSIFY]")
     return rows
+
+
+def aste_row(line, id_):
+    """One ABSADatasets ASTE line ("t o k e n s####[((a0, a1), (o0, o1), polarity), ...]", inclusive
+    token indices) -> a sample in sample_tasks absa's form: the text gets the "#" prefix that stands
+    for an implicit aspect ((-1, -1)), paths are [属性词, <polarity>情感(情感词)]."""
+    sent, triplets = line.split("####")
+    toks = sent.split(" ")
+    starts = [1]
+    for t in toks:
+        starts.append(starts[-1] + len(t))
+    text = "#" + "".join(toks)
+    schema = {"属性词": {v: None for v in dict.fromkeys(ABSA_POLARITY.values())}}
+
+    def span(s, e):
+        return (0, 1) if (s, e) == (-1, -1) else (starts[s], starts[e + 1])
+
+    info = []
+    for a, o, pol in ast.literal_eval(triplets):
+        path = [ent("属性词", text, *span(*a)), ent(ABSA_POLARITY[pol], text, *span(*o))]
+        if path not in info:
+            info.append(path)
+    return {"id": id_, "text": text, "info_list": info, "schema": schema}
+
+
+def aste(path, prefix):
+    return [aste_row(l, f"{prefix}-{k}") for k, l in enumerate(read_lines(path))]
+
+
+def chnsenticorp(path, prefix):
+    """ChnSentiCorp dev.tsv (qid, label, text_a; 1 = positive) as EPRSTMT-style [CLASSIFY] samples."""
+    lines = read_lines(path)
+    assert lines[0].split("\t") == ["qid", "label", "text_a"], (path, lines[0])
+    items = []
+    for l in lines[1:]:
+        _, label, text = l.split("\t", 2)
+        items.append((text, [SENTIMENT["Positive" if label == "1" else "Negative"]]))
+    return classify(prefix, items, sorted(SENTIMENT.values()))
+
+
+def duee(path, schema_path, prefix):
+    """DuEE 1.0 in sample_tasks ee's form: schema {"<event type>(事件触发词)": {role: null}} (all 65 types),
+    one path [trigger, argument] per argument, [trigger] alone for an event without arguments."""
+    schema = {f'{s["event_type"]}(事件触发词)': {r["role"]: None for r in s["role_list"]}
+              for s in read_jsonl(schema_path)}
+    rows = []
+    for k, d in enumerate(read_jsonl(path)):
+        text, info = d["text"], []
+        for ev in d["event_list"]:
+            t0 = ev["trigger_start_index"]
+            trig = ent(f'{ev["event_type"]}(事件触发词)', text, t0, t0 + len(ev["trigger"]))
+            paths = [[trig, ent(a["role"], text, a["argument_start_index"],
+                                a["argument_start_index"] + len(a["argument"]))] for a in ev["arguments"]]
+            for path_ in paths or [[trig]]:
+                if path_ not in info:
+                    info.append(path_)
+        rows.append({"id": f"{prefix}-{k}", "text": text, "info_list": info, "schema": schema})
+    return rows
+
+
+def large_evals(D):
+    """Larger held-out evaluation sets (1,000+ texts, so that one decision is <= 0.1 point) for the
+    tasks whose sample_tasks dev sets have ~100 texts. None is in the training mix, except 21 of the
+    1,222 CAIL sentences (court boilerplate that also occurs in training documents).
+    The sample_tasks sources themselves (zjabsa, AFQMC, COAE2016, CAIL2018, ...) are not in
+    ../shared/data, so these are the nearest held-out sets of the same task and schema form:"""
+    return {
+        # st ner's schema (人物 / 地理位置 / 组织机构); MSRA test, 4,365 news sentences, no overlap with pd
+        "msra_ner_test": tagged(f"{D}/msra_ner/test.txt", PD_TYPES, "msra-test"),
+        # st absa's schema and "#" implicit aspect; restaurant reviews (st absa: e-commerce), 2,783 texts
+        "absa_aste_dev": aste(f"{D}/absa_zh_aste/dev.txt", "aste-dev"),
+        # binary sentiment [CLASSIFY] as EPRSTMT; 1,200 texts (the nearest held-out single-label set:
+        # st tc_single_label is AFQMC sentence matching, which is not in ../shared/data)
+        "chnsenticorp_dev": chnsenticorp(f"{D}/chnsenticorp/dev.tsv", "chnsenticorp-dev"),
+        # TNEWS [CLASSIFY], 15 labels: the CLUE TNEWS dev sentences that train_tnews_full leaves out
+        "tnews_clue_heldout": classify("tnews-clue-heldout", tnews_clue_split(
+            f"{D}/tnews_clue/dev.json", tnews_names(D), fewclue_tnews_texts(D), TNEWS_FULL_CAP)[1],
+            sorted(set(tnews_names(D).values()))),
+        # st ee's form with DuEE's 65 event types (st ee: 19 financial announcement types), 1,498 texts
+        "duee_dev": duee(f"{D}/duee1/dev.json", f"{D}/duee1/event_schema.json", "duee-dev"),
+        # [MULTICLASSIFY] as st tc_multi_label; the CAIL2019 documents held out of training
+        "cail_heldout": cail(f"{D}/cail2019_elements", "cail-heldout", held_out=True),
+    }
 
 
 SANWEN_ENT = {"Person": "人物", "Location": "地理位置", "Organization": "组织机构", "Thing": "物品", "Time": "时间",
@@ -256,10 +368,16 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", default="../shared/data")
     ap.add_argument("--out", default=".device/train/raw")
+    ap.add_argument("--large", action="store_true",
+                    help="write only the larger evaluation sets of large_evals() (use another --out)")
     a = ap.parse_args()
     D, O = a.data, a.out
     os.makedirs(O, exist_ok=True)
-    names = {d["label"]: d["label_zh"] for d in read_jsonl(f"{D}/fewclue/tnews/label_index2en2zh.json")}
+    if a.large:
+        for k, rows in large_evals(D).items():
+            write_jsonl(f"{O}/eval_{k}.jsonl", rows)
+        return
+    names = tnews_names(D)
     ifly = read_jsonl(f"{D}/fewclue/iflytek/train_few_all.json") + read_jsonl(f"{D}/fewclue/iflytek/dev_few_all.json")
     ifly_labels = sorted({d["label_des"] for d in ifly})
 
@@ -274,9 +392,8 @@ def main():
         "sanwen_re": sanwen(f"{D}/sanwen_re", "sanwen"),
         "pd": tagged(f"{D}/peoples_daily_ner/example.dev", PD_TYPES, "pd-dev")
         + tagged(f"{D}/peoples_daily_ner/example.test", PD_TYPES, "pd-test"),
-        "tnews_full": tnews_full(f"{D}/tnews_clue/dev.json", names, "tnews-clue",
-                                 {d["sentence"] for f in ("train_few_all", "dev_few_all", "test_public")
-                                  for d in read_jsonl(f"{D}/fewclue/tnews/{f}.json")}, cap=4000),
+        "tnews_full": tnews_full(f"{D}/tnews_clue/dev.json", names, "tnews-clue", fewclue_tnews_texts(D),
+                                 cap=TNEWS_FULL_CAP),
     }
     for task in ("ner", "re", "ee", "absa", "mrc", "tc_single_label", "tc_multi_label"):
         train[f"st_{task}"] = read_jsonl(f"{D}/rexuninlu/sample_tasks/{task}/train.json")

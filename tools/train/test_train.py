@@ -293,5 +293,43 @@ class LabelVariationTest(unittest.TestCase):
         self.assertIn(("阿里巴巴集团", "公司"), seen)
 
 
+class ConvertDataTest(unittest.TestCase):
+    """The larger evaluation sets' converters on hand-written lines (no ../shared data)."""
+
+    def test_aste_line_multichar_tokens_and_implicit_aspect(self):
+        import convert_data as C
+        # tokens "价格" and "18" span two code points; (-1, -1) = implicit aspect -> the "#" prefix
+        line = "价格 也 就 18 元 ， 好 吃####[((0, 0), (2, 4), 'POS'), ((-1, -1), (6, 7), 'Neutral'), ((0, 0), (2, 4), 'POS')]"
+        r = C.aste_row(line, "t-0")
+        self.assertEqual(r["text"], "#价格也就18元，好吃")
+        spans = [[(i["type"], i["span"], i["offset"]) for i in p] for p in r["info_list"]]
+        self.assertEqual(spans, [[("属性词", "价格", [1, 3]), ("正向情感(情感词)", "就18元", [4, 8])],
+                                 [("属性词", "#", [0, 1]), ("中性情感(情感词)", "好吃", [9, 11])]])  # duplicate dropped
+        self.assertEqual(set(r["schema"]["属性词"]), {"正向情感(情感词)", "负向情感(情感词)", "中性情感(情感词)"})
+        with self.assertRaises(KeyError):
+            C.aste_row("好 吃####[((0, 0), (1, 1), 'GOOD')]", "t-1")
+
+    def test_duee_paths_and_schema(self):
+        import tempfile
+        import convert_data as C
+        with tempfile.TemporaryDirectory() as d:
+            ev = {"text": "苹果公司昨日裁员200人", "id": "a", "event_list": [
+                {"event_type": "组织关系-裁员", "trigger": "裁员", "trigger_start_index": 6, "class": "组织关系",
+                 "arguments": [{"argument_start_index": 0, "role": "裁员方", "argument": "苹果公司", "alias": []},
+                               {"argument_start_index": 8, "role": "裁员人数", "argument": "200人", "alias": []}]},
+                {"event_type": "组织关系-裁员", "trigger": "裁员", "trigger_start_index": 6, "class": "组织关系",
+                 "arguments": []}]}
+            sch = {"event_type": "组织关系-裁员", "role_list": [{"role": "裁员方"}, {"role": "裁员人数"}], "id": "x",
+                   "class": "组织关系"}
+            for name, obj in (("dev.json", ev), ("schema.json", sch)):
+                with open(f"{d}/{name}", "w", encoding="utf-8") as f:
+                    f.write(json.dumps(obj, ensure_ascii=False) + "\n")
+            (r,) = C.duee(f"{d}/dev.json", f"{d}/schema.json", "p")
+        self.assertEqual(r["schema"], {"组织关系-裁员(事件触发词)": {"裁员方": None, "裁员人数": None}})
+        trig = ("组织关系-裁员(事件触发词)", "裁员", [6, 8])
+        self.assertEqual([[(i["type"], i["span"], i["offset"]) for i in p] for p in r["info_list"]],
+                         [[trig, ("裁员方", "苹果公司", [0, 4])], [trig, ("裁员人数", "200人", [8, 12])], [trig]])
+
+
 if __name__ == "__main__":
     unittest.main()
