@@ -62,4 +62,14 @@ for c in cases:
     if ref:
         print(f"  {c:9} " + "  ".join(f"{e}: {abs(by[(e, c)]['logits_abs_sum'] - ref['logits_abs_sum']) / ref['logits_abs_sum']:.1e}"
                                       for e in engines if (e, c) in by))
+# Programmatic dependent launch must not change a bit: the -pdl row's sum|Z| equals its plain row's.
+bad = 0
+for e in engines:
+    if e.endswith("-pdl") and e[:-4] in engines:
+        pairs = [c for c in cases if (e, c) in by and (e[:-4], c) in by]
+        differ = [c for c in pairs if by[(e, c)]["logits_abs_sum"] != by[(e[:-4], c)]["logits_abs_sum"]]
+        print(f"\n{e} vs {e[:-4]}: sum|Z| of sequence 0 identical in {len(pairs) - len(differ)} of {len(pairs)} cases"
+              + (f"; DIFFERS in {' '.join(differ)}" if differ else ""))
+        bad += len(differ)
+sys.exit(1 if bad else 0)
 PYEOF

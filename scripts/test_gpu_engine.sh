@@ -60,6 +60,8 @@ echo "== build took $(($(date +%s) - start)) s"
 
 fails=0
 if [ "${ONLY_BENCH:-0}" = 1 ]; then
+  # The kernels with programmatic dependent launch bit for bit against plain launches, before the -pdl row.
+  "$dir/tests/cuda/test_kernels_cuda" --gtest_filter='Gpu.ProgrammaticDependentLaunch*' | tail -n 8 || fails=$((fails + 1))
   "$dir/tests/cuda/bench_kernels_cuda" || fails=$((fails + 1))
   "$root/bench/run_gpu_bench.sh" "$dir" || fails=$((fails + 1))
   exit $((fails > 0))
