@@ -27,9 +27,9 @@
 #      layers, tensor-core attention forced off/on).
 #   scripts/test_gpu_engine.sh            (SYSROOT=/tmp/sr by default, BUILD_DIR=build-gpu-engine)
 #   ONLY_DEMO=1 scripts/test_gpu_engine.sh   (step 4 alone: builds rexnlu and test_demo_precision only)
-#   ONLY_BENCH=1 scripts/test_gpu_engine.sh  (no tests: builds the benchmarks and runs them, as BENCH=1
-#                                             does after the tests; a second call when the first
-#                                             would not fit the device's 10 minutes)
+#   ONLY_BENCH=1 scripts/test_gpu_engine.sh  (no tests but the PDL kernel chain: builds the benchmarks
+#                                             and runs them, as BENCH=1 does after the tests; a second
+#                                             call when the first would not fit the device's 10 minutes)
 # Dependencies come from the prepared sysroot (oneDNN, nlohmann_json, utf8proc, CLI11, zlib,
 # GoogleTest): SYSROOT_TAR=path/sysroot.tar.xz unpacks it into SYSROOT first. CUDA_ARCH defaults
 # to 90 (H100/H200). REXNLU_COMMIT names the commit when the tree is a copy without .git.
