@@ -818,14 +818,18 @@ TEST_F(Gpu, LinkScoresUnalignedRowsAndShortDims) {
 
 // Programmatic edges (cudaGraphDependencyTypeProgrammatic) among a captured graph's edges.
 size_t programmatic_edges(cudaGraph_t graph) {
-  size_t n = 0;
-  kg::check(cudaGraphGetEdges(graph, nullptr, nullptr, nullptr, &n), "cudaGraphGetEdges");
+  // Room for every possible edge (a count-only query passes no edge data, which the runtime may
+  // refuse as lossy where edges carry some).
+  size_t nodes = 0;
+  kg::check(cudaGraphGetNodes(graph, nullptr, &nodes), "cudaGraphGetNodes");
+  size_t n = nodes * nodes + 1;
   std::vector<cudaGraphNode_t> from(n), to(n);
   std::vector<cudaGraphEdgeData> data(n);
   kg::check(cudaGraphGetEdges(graph, from.data(), to.data(), data.data(), &n), "cudaGraphGetEdges");
-  return static_cast<size_t>(std::count_if(data.begin(), data.begin() + static_cast<ptrdiff_t>(n), [](const cudaGraphEdgeData& e) {
-    return e.type == cudaGraphDependencyTypeProgrammatic;
-  }));
+  return static_cast<size_t>(std::count_if(data.begin(), data.begin() + static_cast<ptrdiff_t>(n),
+                                           [](const cudaGraphEdgeData& e) {
+                                             return e.type == cudaGraphDependencyTypeProgrammatic;
+                                           }));
 }
 
 // Every kernel of ours in one data-dependent chain at small fp16 shapes (4 heads x 64), each
