@@ -115,6 +115,7 @@ class DeviceBuffer {
   }
   template <typename T = void>
   T* get() const { return static_cast<T*>(ptr_); }
+  size_t size() const { return bytes_; }
 
  private:
   void* ptr_ = nullptr;
@@ -810,6 +811,202 @@ TEST_F(Gpu, LinkScoresOddLengthsAndManySequences) {
 TEST_F(Gpu, LinkScoresUnalignedRowsAndShortDims) {
   check_link_scores({50, 9, 70}, 70, 141, "dim 70 ld 141");
   check_link_scores({50, 9, 70}, 36, 72, "dim 36 ld 72");  // 16-byte loads, one partial stage
+}
+
+
+// ---- programmatic dependent launch (REXNLU_CUDA_PDL; types.cuh) ---------------------------
+
+// Programmatic edges (cudaGraphDependencyTypeProgrammatic) among a captured graph's edges.
+size_t programmatic_edges(cudaGraph_t graph) {
+  // Room for every possible edge (a count-only query passes no edge data, which the runtime may
+  // refuse as lossy where edges carry some).
+  size_t nodes = 0;
+  kg::check(cudaGraphGetNodes(graph, nullptr, &nodes), "cudaGraphGetNodes");
+  size_t n = nodes * nodes + 1;
+  std::vector<cudaGraphNode_t> from(n), to(n);
+  std::vector<cudaGraphEdgeData> data(n);
+  kg::check(cudaGraphGetEdges(graph, from.data(), to.data(), data.data(), &n), "cudaGraphGetEdges");
+  return static_cast<size_t>(std::count_if(data.begin(), data.begin() + static_cast<ptrdiff_t>(n),
+                                           [](const cudaGraphEdgeData& e) {
+                                             return e.type == cudaGraphDependencyTypeProgrammatic;
+                                           }));
+}
+
+// Every kernel of ours in one data-dependent chain at small fp16 shapes (4 heads x 64), each
+// reading what the one before wrote: embedding -> layer norm (f32 -> f16) -> cuBLASLt product
+// (q|k|v) -> the three attention kernels (flash, WMMA, fp32-math) -> layer norms with residuals
+// (one in place) -> GELU (vector and strided kernels) -> conv tap sum -> zero rows -> convert to
+// f32 -> masked softmax -> rotary -> link scores. Outputs are poisoned (NaN bytes, on the stream)
+// before every run, so a kernel that read its predecessor's output before that was complete would
+// change bits.
+struct PdlChain {
+  static constexpr int kHeads = 4, kDim = 64, kH = kHeads * kDim, kVocab = 50, kRel = 256;
+  Batch batch{{128, 37, 1, 64}, 41};
+  DeviceBatchBuffers db{batch};
+  int rows = batch.rows;
+  std::vector<int32_t> ids_host = [&] {
+    std::vector<int32_t> v(static_cast<size_t>(batch.rows));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<int32_t>((i * 7 + 3) % kVocab);
+    return v;
+  }();
+  std::vector<uint8_t> keep_host = [&] {
+    std::vector<uint8_t> v(static_cast<size_t>(batch.rows));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = i % 5 != 2;
+    return v;
+  }();
+  std::vector<uint8_t> smask_host = [&] {
+    std::vector<uint8_t> v(static_cast<size_t>(batch.rows) * kH / 2);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = (i * 2654435761u >> 7) % 3 != 0;
+    return v;
+  }();
+  std::vector<float> freqs_host = [] {
+    std::vector<float> f(kH / 4);
+    for (int m = 0; m < kH / 4; ++m) f[m] = 1.0f / std::pow(10000.0f, float(2 * m) / float(kH / 2));
+    return f;
+  }();
+  DeviceBuffer table = DeviceBuffer::from(random_vec(size_t(kVocab) * kH, 42, -2.0f, 2.0f), DType::kF32);
+  DeviceBuffer ids = DeviceBuffer::from(ids_host), keep = DeviceBuffer::from(keep_host);
+  DeviceBuffer smask = DeviceBuffer::from(smask_host), freqs = DeviceBuffer::from(freqs_host);
+  DeviceBuffer gamma = DeviceBuffer::from(random_vec(kH, 43, 0.5f, 1.5f)), beta = DeviceBuffer::from(random_vec(kH, 44));
+  DeviceBuffer w = DeviceBuffer::from(random_vec(size_t(3) * kH * kH, 45, -0.1f, 0.1f), DType::kF16);
+  DeviceBuffer rel = DeviceBuffer::from(random_vec(size_t(kRel) * 2 * kH, 46, -2.0f, 2.0f), DType::kF16);
+  DeviceBuffer ws{32u << 20};
+  kg::Blas blas;
+  // Outputs, in chain order.
+  DeviceBuffer e32{size_t(rows) * kH * 4}, x16{size_t(rows) * kH * 2}, qkv{size_t(rows) * 3 * kH * 2};
+  DeviceBuffer ctx_fa{size_t(rows) * kH * 2}, ctx_mma{size_t(rows) * kH * 2}, ctx_f32{size_t(rows) * kH * 2};
+  DeviceBuffer h16{size_t(rows) * kH * 2}, c16{size_t(rows) * kH * 2}, c32{size_t(rows) * kH * 4};
+  DeviceBuffer z{batch.masks.size() * 4}, links{batch.masks.size() * sizeof(kg::Link)}, count{sizeof(int)};
+  std::vector<DeviceBuffer*> outputs() {
+    return {&e32, &x16, &qkv, &ctx_fa, &ctx_mma, &ctx_f32, &h16, &c16, &c32, &z, &links, &count};
+  }
+
+  kg::AttentionArgs attention(const DeviceBuffer& out, DType compute, kg::TensorCoreKernel kernel) const {
+    kg::AttentionArgs a;
+    a.type = DType::kF16, a.compute = compute, a.tensor_cores = 1, a.tc_kernel = kernel;
+    a.batch = db.view, a.num_heads = kHeads, a.head_dim = kDim;
+    a.q = qkv.get(), a.k = qkv.get<char>() + kH * 2, a.v = qkv.get<char>() + 2 * kH * 2, a.ld_qkv = 3 * kH;
+    a.q_rel = rel.get(), a.k_rel = rel.get<char>() + kH * 2, a.ld_rel = 2 * kH, a.rel_rows = kRel;
+    a.scale = std::sqrt(float(kDim) * 3.0f), a.out = out.get(), a.ld_out = kH;
+    return a;
+  }
+  kg::LinkScoresArgs link_args() {
+    kg::LinkScoresArgs a;
+    a.batch = db.view, a.q = c32.get<float>(), a.k = c32.get<float>() + kH / 2, a.ld = kH, a.dim = kH / 2;
+    a.threshold = 0.05f, a.links = links.get<kg::Link>(), a.capacity = static_cast<int>(batch.masks.size());
+    a.count = count.get<int>(), a.z_out = z.get<float>();
+    return a;
+  }
+  void poison(cudaStream_t s) {
+    for (DeviceBuffer* b : outputs()) kg::check(cudaMemsetAsync(b->get(), 0xFF, b->size(), s), "poison");
+  }
+  void run(cudaStream_t s) {
+    const DType h = DType::kF16;
+    kg::embedding(table.get<float>(), ids.get<int32_t>(), rows, kH, e32.get<float>(), s);
+    kg::layer_norm(DType::kF32, h, e32.get(), e32.get(), gamma.get<float>(), beta.get<float>(), 1e-7f, rows, kH,
+                   x16.get(), s);
+    kg::GemmArgs g;
+    g.M = rows, g.N = 3 * kH, g.K = kH, g.A = x16.get(), g.lda = kH, g.B = w.get(), g.ldb = kH, g.ab_type = h;
+    g.C = qkv.get(), g.ldc = 3 * kH, g.c_type = h;
+    blas.gemm(g, ws.get(), ws.size(), s);
+    kg::disentangled_attention(attention(ctx_fa, h, kg::TensorCoreKernel::kFlash), s);
+    kg::disentangled_attention(attention(ctx_mma, h, kg::TensorCoreKernel::kWmma), s);
+    kg::disentangled_attention(attention(ctx_f32, DType::kF32, kg::TensorCoreKernel::kFlash), s);
+    kg::layer_norm(h, h, ctx_fa.get(), x16.get(), gamma.get<float>(), beta.get<float>(), 1e-7f, rows, kH, h16.get(), s);
+    kg::layer_norm(h, h, h16.get(), ctx_mma.get(), gamma.get<float>(), beta.get<float>(), 1e-7f, rows, kH, h16.get(), s);
+    kg::layer_norm(h, h, h16.get(), ctx_f32.get(), gamma.get<float>(), beta.get<float>(), 1e-7f, rows, kH, h16.get(), s);
+    kg::gelu_erf(h, h16.get(), size_t(rows) * kH, s);
+    kg::gelu_erf_rows(h, h16.get<char>() + 8 * 2, size_t(rows), kH - 8, kH, s);
+    kg::conv1d_k3_combine(h, h, qkv.get(), db.view, kH, gamma.get<float>(), c16.get(), s);
+    kg::layer_norm(h, h, c16.get(), h16.get(), gamma.get<float>(), beta.get<float>(), 1e-7f, rows, kH, c16.get(), s);
+    kg::zero_rows(h, c16.get(), keep.get<uint8_t>(), rows, kH, s);
+    kg::convert(h, c16.get(), DType::kF32, c32.get(), size_t(rows) * kH, s);
+    kg::masked_softmax(c32.get<float>(), rows, kH / 2, kH, smask.get<uint8_t>(), kH / 2, s);
+    kg::rotary_interleaved(c32.get<float>(), rows, kH / 2, kH, db.view.position_ids, freqs.get<float>(), s);
+    kg::rotary_interleaved(c32.get<float>() + kH / 2, rows, kH / 2, kH, db.view.position_ids, freqs.get<float>(), s);
+    kg::link_scores(link_args(), s);
+  }
+  // Every output's bytes, the links sorted (link_scores appends them in no particular order).
+  std::vector<std::vector<char>> results(cudaStream_t s) {
+    std::vector<std::vector<char>> r;
+    const std::vector<kg::Link> found = kg::fetch_links(link_args(), s);
+    for (DeviceBuffer* b : outputs()) {
+      if (b == &links) {
+        r.emplace_back(reinterpret_cast<const char*>(found.data()),
+                       reinterpret_cast<const char*>(found.data() + found.size()));
+        continue;
+      }
+      r.emplace_back(b->size());
+      kg::check(cudaMemcpy(r.back().data(), b->get(), b->size(), cudaMemcpyDeviceToHost), "download");
+    }
+    return r;
+  }
+};
+
+void expect_same_bits(const std::vector<std::vector<char>>& got, const std::vector<std::vector<char>>& want,
+                      const std::string& what) {
+  static const char* const names[] = {"embedding", "layer_norm f32->f16", "gemm q|k|v", "attention fa",
+                                      "attention wmma", "attention fp32 math", "layer_norm h", "conv/zero_rows",
+                                      "convert/softmax/rotary", "link scores Z", "links", "link count"};
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i)
+    EXPECT_TRUE(got[i] == want[i]) << what << ": " << names[i] << " differs from the run without PDL";
+}
+
+TEST_F(Gpu, ProgrammaticDependentLaunchGivesTheSameBits) {
+  if (kg::probe_device(0).cc_major < 9) GTEST_SKIP() << "programmatic dependent launch needs sm_90+";
+  PdlChain chain;
+  ASSERT_TRUE(kg::attention_fa_supported(chain.attention(chain.ctx_fa, DType::kF16, kg::TensorCoreKernel::kFlash)));
+  kg::check(cudaDeviceSynchronize(), "uploads");  // pageable cudaMemcpy may return before the copy landed
+  cudaStream_t s = nullptr;
+  kg::check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
+  kg::set_programmatic_launch(false);
+  chain.poison(s);
+  chain.run(s);
+  const auto want = chain.results(s);
+  // Sanity: the chain computed something (finite, links found).
+  const int links = *reinterpret_cast<const int*>(want.back().data());
+  EXPECT_GT(links, 0);
+  EXPECT_LE(links, static_cast<int>(chain.batch.masks.size()));
+  const std::vector<float> z = decode(want[9], DType::kF32);
+  EXPECT_TRUE(std::all_of(z.begin(), z.end(), [](float v) { return std::isfinite(v); })) << "Z not finite";
+  std::printf("  PDL chain: %zu rows, %d links\n", static_cast<size_t>(chain.rows), links);
+
+  kg::set_programmatic_launch(true);
+  for (int pass = 0; pass < 3; ++pass) {
+    chain.poison(s);
+    chain.run(s);
+    expect_same_bits(chain.results(s), want, "PDL on, stream, pass " + std::to_string(pass));
+  }
+  // Captured into a graph (as CudaBackend::run_recorded does): our launches add programmatic
+  // edges with PDL on (off: none of ours; cuBLASLt's own launches are not counted on either way);
+  // replays give the same bits.
+  size_t edges_with[2] = {0, 0};
+  for (const bool pdl : {true, false}) {
+    kg::set_programmatic_launch(pdl);
+    cudaGraph_t graph = nullptr;
+    kg::check(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed), "capture");
+    chain.run(s);
+    kg::check(cudaStreamEndCapture(s, &graph), "end capture");
+    edges_with[pdl] = programmatic_edges(graph);
+    std::printf("  PDL %s: captured graph has %zu programmatic edges\n", pdl ? "on" : "off", edges_with[pdl]);
+    cudaGraphExec_t exec = nullptr;
+    const cudaError_t made = cudaGraphInstantiate(&exec, graph, 0);
+    cudaGraphDestroy(graph);
+    kg::check(made, "cudaGraphInstantiate");
+    for (int replay = 0; replay < 2; ++replay) {
+      chain.poison(s);
+      kg::check(cudaGraphLaunch(exec, s), "cudaGraphLaunch");
+      expect_same_bits(chain.results(s), want,
+                       std::string("graph, PDL ") + (pdl ? "on" : "off") + ", replay " + std::to_string(replay));
+    }
+    cudaGraphExecDestroy(exec);
+  }
+  // 16 of our launches follow a kernel (all but the first and link_scores, which follows its memset).
+  EXPECT_GE(edges_with[1], edges_with[0] + 10) << "PDL launches captured without programmatic edges";
+  kg::set_programmatic_launch(false);
+  kg::check(cudaStreamSynchronize(s), "sync");
+  cudaStreamDestroy(s);
 }
 
 }  // namespace

@@ -230,6 +230,47 @@ TEST(RexCuda16, SixteenBitActivationsStayNearTheOriginal) {
   }
 }
 
+// Programmatic dependent launch (REXNLU_CUDA_PDL=1, backends/cuda/types.cuh): every kernel of
+// ours waits for its predecessor's completion before touching memory, so the tiny model's forward
+// (all cases in one batch) gives exactly the bits of plain launches, in fp32 and fp16, on the
+// first pass (plain), the second (captured into a CUDA graph with programmatic edges, then
+// launched) and the third (a replay). Where the device is older than sm_90 the switch is ignored.
+TEST(RexCuda16, ProgrammaticDependentLaunchGivesTheSameBits) {
+  const auto devices = backends::available_devices();
+  if (std::find(devices.begin(), devices.end(), Device::kCuda) == devices.end()) GTEST_SKIP() << "no usable GPU";
+  const rex::ModelConfig config = rex::load_model_config(kModelDir / "config.json");
+  const io::TensorStore weights = io::load_safetensors(kModelDir / "model.safetensors");
+  const auto cases = load_cases();
+  std::vector<SequenceInput> batch;
+  for (const auto& c : cases) batch.push_back(c.input);
+  for (Precision p : {Precision::kFloat32, Precision::kFloat16}) {
+    const std::string name(precision_name(p));
+    setenv("REXNLU_CUDA_PDL", "0", 1);
+    RexUniNluModel plain(config, weights, kTinyRows, LoadOptions{Device::kCuda, p, 0});
+    setenv("REXNLU_CUDA_PDL", "1", 1);
+    RexUniNluModel pdl(config, weights, kTinyRows, LoadOptions{Device::kCuda, p, 0});
+    unsetenv("REXNLU_CUDA_PDL");
+    const std::string desc = pdl.backend_description();
+    const bool sm90 = desc.find("(sm_9") != std::string::npos || desc.find("(sm_1") != std::string::npos;
+    EXPECT_EQ(desc.find("programmatic dependent launch") != std::string::npos, sm90) << desc;
+    EXPECT_EQ(plain.backend_description().find("programmatic"), std::string::npos) << plain.backend_description();
+    const auto want = plain.forward_with_hidden(batch);
+    for (int pass = 0; pass < 3; ++pass) {
+      const auto got = pdl.forward_with_hidden(batch);
+      ASSERT_EQ(got.logits.size(), want.logits.size());
+      for (size_t i = 0; i < cases.size(); ++i) {
+        EXPECT_EQ(got.logits[i], want.logits[i]) << name << " pass " << pass << " sequence " << i << ": logits";
+        EXPECT_EQ(got.hidden[i], want.hidden[i]) << name << " pass " << pass << " sequence " << i << ": hidden";
+      }
+      // And the plain model again between them (the process-wide switch follows each pass's backend).
+      const auto again = plain.forward_with_hidden(batch);
+      EXPECT_EQ(again.logits, want.logits) << name << " pass " << pass << ": plain launches changed";
+    }
+    std::printf("[tiny %s] PDL on vs off: %zu sequences, 3 passes compared bit for bit (%s)\n", name.c_str(),
+                cases.size(), sm90 ? "PDL active" : "PDL ignored below sm_90");
+  }
+}
+
 TEST(RexParity, RejectsMalformedInputWithAMessage) {
   auto& model = tiny_model();
   SequenceInput s;

@@ -32,6 +32,7 @@
 #include "random_values.h"
 #if REXNLU_HAVE_CUDA
 #include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/device.h"
 #endif
 
 namespace rexnlu::ops {
@@ -1260,6 +1261,45 @@ TEST(CudaAttentionKernel, EnvironmentVariableIsReadAndChecked) {
   unsetenv("REXNLU_CUDA_ATTENTION");
   auto be = backends::make_backend(options);
   EXPECT_EQ(CudaBackend::of(*be).attention_kernel(), TensorCoreKernel::kFlash);  // the default (ops.h)
+#else
+  GTEST_SKIP() << "built without CUDA";
+#endif
+}
+
+// REXNLU_CUDA_PDL=1 launches our kernels with programmatic dependent launch on sm_90+ (ignored
+// below); 0 or unset: plain launches (the default); any other value is refused, naming the
+// variable and the value. The process-wide switch (backends/cuda/common.h) follows the backend
+// that begins a pass.
+TEST(CudaProgrammaticLaunch, EnvironmentVariableIsReadAndChecked) {
+#if REXNLU_HAVE_CUDA
+  const auto devices = backends::available_devices();
+  if (std::find(devices.begin(), devices.end(), Device::kCuda) == devices.end()) GTEST_SKIP() << "no usable GPU";
+  using backends::cuda::CudaBackend;
+  const LoadOptions options{Device::kCuda, Precision::kFloat16, 0};
+  for (const char* bad : {"yes", "2", "true"}) {
+    setenv("REXNLU_CUDA_PDL", bad, 1);
+    try {
+      auto be = backends::make_backend(options);
+      ADD_FAILURE() << "REXNLU_CUDA_PDL=" << bad << " accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("REXNLU_CUDA_PDL=") + bad), std::string::npos) << e.what();
+      EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput) << e.what();
+    }
+  }
+  const bool sm90 = backends::cuda::probe_device(0).cc_major >= 9;
+  setenv("REXNLU_CUDA_PDL", "1", 1);
+  auto on = backends::make_backend(options);
+  setenv("REXNLU_CUDA_PDL", "0", 1);
+  auto off = backends::make_backend(options);
+  unsetenv("REXNLU_CUDA_PDL");
+  auto unset = backends::make_backend(options);
+  EXPECT_EQ(CudaBackend::of(*on).programmatic_launch(), sm90);
+  EXPECT_FALSE(CudaBackend::of(*off).programmatic_launch());
+  EXPECT_FALSE(CudaBackend::of(*unset).programmatic_launch());
+  on->begin_pass();
+  EXPECT_EQ(backends::cuda::programmatic_launch(), sm90);
+  unset->begin_pass();
+  EXPECT_FALSE(backends::cuda::programmatic_launch());
 #else
   GTEST_SKIP() << "built without CUDA";
 #endif

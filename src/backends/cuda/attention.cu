@@ -59,6 +59,7 @@ __device__ __forceinline__ void load_rows(float* dst, int pitch, const T* src, s
 
 template <typename T, int kBq, int D>
 __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionArgs a) {
+  pdl_begin();
   using S = Smem<kBq, D>;
   constexpr int P = S::P;
   const int b = blockIdx.z, h = blockIdx.y, i0 = blockIdx.x * kBq;

@@ -166,6 +166,7 @@ __device__ __forceinline__ int clamp_rel(int x, int rel_rows) { return min(max(x
 
 template <typename T, int D, int WQ>
 __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a) {
+  pdl_begin();
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   using S = Shape<D, WQ>;
   constexpr int kWK = S::kWK, kKW = S::kKW, kBk = S::kBk, kBq = S::kBq, kRw = S::kRw, kRing = S::kRing;

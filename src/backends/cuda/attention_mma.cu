@@ -129,6 +129,7 @@ __device__ __forceinline__ void mma_tile(const FragA<Tm>* a, const Tm* b, float*
 
 template <typename Tin, typename Tm, int kD, int WQ>
 __global__ void __launch_bounds__(kThreads) attention_mma_kernel(AttentionArgs a) {
+  pdl_begin();
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   using Lay = Layout<kD, WQ>;
   constexpr int kWK = Lay::kWK, kBq = Lay::kBq, kBr = Lay::kBr;

@@ -1,5 +1,6 @@
 #include "backends/cuda/common.h"
 
+#include <atomic>
 #include <string>
 
 #include "rexnlu/error.h"
@@ -19,6 +20,13 @@ void check(cudaError_t status, const char* what) {
 }
 
 void check_launch(const char* kernel) { check(cudaGetLastError(), kernel); }
+
+namespace {
+std::atomic<bool> g_programmatic_launch{false};
+}  // namespace
+
+void set_programmatic_launch(bool on) { g_programmatic_launch.store(on, std::memory_order_relaxed); }
+bool programmatic_launch() { return g_programmatic_launch.load(std::memory_order_relaxed); }
 
 bool query_device_limits(DeviceLimits& limits) {
   int device = 0;

@@ -21,6 +21,16 @@ void check(cudaError_t status, const char* what);
 // After a kernel launch: a launch error (bad configuration, no device) as rexnlu::Error.
 void check_launch(const char* kernel);
 
+// Programmatic dependent launch (PDL, sm_90+): whether launch_kernel() (types.cuh) gives our kernels the
+// attribute cudaLaunchAttributeProgrammaticStreamSerialization, so that a kernel may be scheduled
+// while the previous kernel on its stream is still running (its launch latency hidden behind
+// that kernel's tail). Every kernel launched through it waits for its predecessor
+// (pdl_wait() in types.cuh) before touching global memory, so results are the same bits either
+// way. Off unless set: process-wide, set by CudaBackend from REXNLU_CUDA_PDL (cuda_backend.h),
+// by tests directly. A launch reads it when it is made (a captured graph keeps what it recorded).
+void set_programmatic_launch(bool on);
+bool programmatic_launch();
+
 // What the kernels size their grids and shared memory by, for the current device.
 struct DeviceLimits {
   int major = 0;       // compute capability

@@ -20,6 +20,7 @@ __device__ int sequence_of(const int32_t* offsets, int num_sequences, int row) {
 template <typename TT, typename T>
 __global__ void conv1d_k3_combine_kernel(const TT* taps, const int32_t* offsets, int num_sequences, int out,
                                          const float* bias, T* y) {
+  pdl_begin();
   const int t = blockIdx.x;
   __shared__ int first, last;  // the sequence's rows [first, last)
   if (threadIdx.x == 0) {
@@ -50,14 +51,12 @@ void conv1d_k3_combine(DType taps_type, DType y_type, const void* taps, const De
     using T = decltype(tag);
     const auto run = [&](auto taps_tag) {
       using TT = decltype(taps_tag);
-      conv1d_k3_combine_kernel<TT, T><<<batch.rows, 256, 0, stream>>>(static_cast<const TT*>(taps), batch.offsets,
-                                                                       batch.num_sequences, out, bias,
-                                                                       static_cast<T*>(y));
+      launch_kernel(conv1d_k3_combine_kernel<TT, T>, batch.rows, 256, 0, stream, "cuda::conv1d_k3_combine",
+                    static_cast<const TT*>(taps), batch.offsets, batch.num_sequences, out, bias, static_cast<T*>(y));
     };
     if (taps_type == y_type) run(T{});
     else run(float{});
   });
-  check_launch("cuda::conv1d_k3_combine");
 }
 
 }  // namespace rexnlu::backends::cuda

@@ -79,8 +79,18 @@ CudaBackend::CudaBackend(int device_index, Precision precision)
       throw InputError("REXNLU_CUDA_ATTENTION=" + kernel + ": expected fa (the flash kernel where it applies, the default) or wmma");
     attention_kernel_ = kernel == "fa" ? TensorCoreKernel::kFlash : TensorCoreKernel::kWmma;
   }
-  name_ = cuda::describe(probe_device(index_));
+  const DeviceInfo info = probe_device(index_);
+  if (const char* p = std::getenv("REXNLU_CUDA_PDL"); p != nullptr && *p != 0) {
+    const std::string pdl(p);
+    if (pdl != "0" && pdl != "1")
+      throw InputError("REXNLU_CUDA_PDL=" + pdl +
+                       ": expected 0 (plain launches, the default) or 1 (programmatic dependent launch on sm_90+)");
+    // sm_90+ only: below, griddepcontrol does not exist (the kernels compile it out, types.cuh).
+    programmatic_launch_ = pdl == "1" && info.cc_major >= 9;
+  }
+  name_ = cuda::describe(info);
   check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+  set_programmatic_launch(programmatic_launch_);  // before copy_as's conversions; again per pass
   blas_ = std::make_unique<Blas>();
   blas_workspace_bytes_ = kBlasWorkspaceBytes;
   blas_workspace_ = allocate_persistent(blas_workspace_bytes_);
@@ -117,7 +127,8 @@ std::string CudaBackend::describe() const {
                                     ? ", flash attention where it applies"
                                     : ", WMMA attention";
   return "cuda:" + std::to_string(index_) + ", " + name_ + ", " + std::string(precision_name(precision())) +
-         " weights, " + std::string(activations) + " activations, cuBLASLt" + attention;
+         " weights, " + std::string(activations) + " activations, cuBLASLt" + attention +
+         (programmatic_launch_ ? ", programmatic dependent launch" : "");
 }
 
 void CudaBackend::begin_pass() {
@@ -125,6 +136,7 @@ void CudaBackend::begin_pass() {
   // The previous pass's copies from and into the host staging must be over before it is reused
   // (a pass normally ends with a download, which waited already).
   check(cudaStreamSynchronize(stream_), "CudaBackend::begin_pass");
+  set_programmatic_launch(programmatic_launch_);  // this backend's setting for its pass (common.h: process-wide)
   Backend::begin_pass();
 }
 

@@ -65,6 +65,11 @@ class CudaBackend final : public Backend {
   // (REXNLU_CUDA_ATTENTION=fa, the default: ops.h) or always the WMMA one
   // (REXNLU_CUDA_ATTENTION=wmma, the fallback); another value throws from the constructor.
   TensorCoreKernel attention_kernel() const { return attention_kernel_; }
+  // Whether our kernels are launched with programmatic dependent launch (common.h, types.cuh):
+  // REXNLU_CUDA_PDL=1 on an sm_90+ device (elsewhere it is ignored); 0 or unset: plain launches
+  // (the default until measured); another value throws from the constructor. Set process-wide
+  // (set_programmatic_launch) at construction and at every begin_pass().
+  bool programmatic_launch() const { return programmatic_launch_; }
   // Enqueues a product on the stream with this backend's cuBLASLt workspace.
   void gemm(const GemmArgs& args);
   // One packed sequence of `length` rows as a DeviceBatch (offsets in the workspace: call inside
@@ -89,6 +94,7 @@ class CudaBackend final : public Backend {
   bool fp32_activations_ = false;  // true with REXNLU_CUDA_16BIT_ACTIVATIONS=0
   int attention_tensor_cores_ = -1;
   TensorCoreKernel attention_kernel_ = TensorCoreKernel::kFlash;
+  bool programmatic_launch_ = false;
 };
 
 }  // namespace rexnlu::backends::cuda

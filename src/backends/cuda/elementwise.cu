@@ -27,6 +27,7 @@ __device__ float block_sum(float v, float* red) {
 template <typename TX, typename TY>
 __global__ void layer_norm_kernel(const TX* x, const TX* residual, const float* gamma, const float* beta, float eps,
                                   int cols, TY* y) {
+  pdl_begin();
   extern __shared__ float row[];
   __shared__ float red[kRowThreads / 32];
   const size_t base = static_cast<size_t>(blockIdx.x) * cols;
@@ -63,6 +64,7 @@ template <typename TX, typename TY, int kPerLane>
 __global__ void __launch_bounds__(kLnWarps * 32) layer_norm_warp_kernel(const TX* x, const TX* residual,
                                                                         const float* gamma, const float* beta,
                                                                         float eps, int rows, int cols, TY* y) {
+  pdl_begin();
   const int r = blockIdx.x * kLnWarps + static_cast<int>(threadIdx.x / 32);
   const int lane = static_cast<int>(threadIdx.x % 32);
   if (r >= rows) return;  // whole warps only: the shuffles below see all 32 lanes
@@ -129,6 +131,7 @@ template <typename TX, typename TY, int kChunks>
 __global__ void __launch_bounds__(kLnWarps * 32) layer_norm_vec_kernel(const TX* x, const TX* residual,
                                                                        const float* gamma, const float* beta,
                                                                        float eps, int rows, int cols, TY* y) {
+  pdl_begin();
   const int r = blockIdx.x * kLnWarps + static_cast<int>(threadIdx.x / 32);
   const int lane = static_cast<int>(threadIdx.x % 32);
   if (r >= rows) return;  // whole warps only
@@ -179,6 +182,7 @@ __global__ void __launch_bounds__(kLnWarps * 32) layer_norm_vec_kernel(const TX*
 
 // One warp per row, in place.
 __global__ void masked_softmax_kernel(float* scores, int rows, int cols, int ld, const uint8_t* mask, int ld_mask) {
+  pdl_begin();
   const int r = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   if (r >= rows) return;
@@ -211,6 +215,7 @@ __device__ __forceinline__ float gelu_erf_value(float x) { return 0.5f * x * (1.
 // 36 us at L128 b32 in fp16, docs/benchmarks.md; what this saves is not measured yet).
 template <typename T>
 __global__ void gelu_erf_kernel(T* x, size_t rows, size_t cols, size_t ld) {
+  pdl_begin();
   for (size_t r = blockIdx.y; r < rows; r += gridDim.y) {
     T* row = x + r * ld;
     for (size_t c = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; c < cols;
@@ -224,6 +229,7 @@ __global__ void gelu_erf_kernel(T* x, size_t rows, size_t cols, size_t ld) {
 // kernel's 2-byte accesses reach about a quarter of the H200's bandwidth at 16 bits.
 template <typename T>
 __global__ void gelu_erf_vec_kernel(uint4* x, size_t vectors) {
+  pdl_begin();
   constexpr int kPer = 16 / sizeof(T);
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < vectors;
        i += static_cast<size_t>(gridDim.x) * blockDim.x) {
@@ -236,6 +242,7 @@ __global__ void gelu_erf_vec_kernel(uint4* x, size_t vectors) {
 }
 
 __global__ void rotary_kernel(float* x, int rows, int half, int ld, const int32_t* positions, const float* freqs) {
+  pdl_begin();
   const int r = blockIdx.y;
   const int m = blockIdx.x * blockDim.x + threadIdx.x;
   if (r >= rows || m >= half) return;
@@ -270,7 +277,8 @@ void layer_norm(DType x_type, DType y_type, const void* x, const void* residual,
       const bool vec = cols % 8 == 0 && aligned16(x) && aligned16(residual) && aligned16(y) && aligned16(gamma) &&
                        aligned16(beta);
       const auto warp_per_row = [&](auto kernel) {
-        kernel<<<warp_blocks, kLnWarps * 32, 0, stream>>>(xs, rs, gamma, beta, eps, rows, cols, ys);
+        launch_kernel(kernel, warp_blocks, kLnWarps * 32, 0, stream, "cuda::layer_norm", xs, rs, gamma, beta, eps, rows,
+                      cols, ys);
       };
       if (vec && cols <= 1024) {  // the row in registers, 16-byte accesses
         const int chunks = cols / 8;
@@ -288,21 +296,20 @@ void layer_norm(DType x_type, DType y_type, const void* x, const void* residual,
         if (smem > 48 * 1024)
           check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
                 "cuda::layer_norm smem");
-        kernel<<<rows, kRowThreads, smem, stream>>>(xs, rs, gamma, beta, eps, cols, ys);
+        launch_kernel(kernel, rows, kRowThreads, smem, stream, "cuda::layer_norm", xs, rs, gamma, beta, eps, cols, ys);
       }
     };
     if (x_type == y_type) run(TY{});
     else run(float{});
   });
-  check_launch("cuda::layer_norm");
 }
 
 void masked_softmax(float* scores, int rows, int cols, int ld, const uint8_t* mask, int ld_mask,
                     cudaStream_t stream) {
   if (rows <= 0) return;
   constexpr int kWarps = 8;
-  masked_softmax_kernel<<<(rows + kWarps - 1) / kWarps, kWarps * 32, 0, stream>>>(scores, rows, cols, ld, mask, ld_mask);
-  check_launch("cuda::masked_softmax");
+  launch_kernel(masked_softmax_kernel, (rows + kWarps - 1) / kWarps, kWarps * 32, 0, stream, "cuda::masked_softmax",
+                scores, rows, cols, ld, mask, ld_mask);
 }
 
 void gelu_erf(DType type, void* x, size_t n, cudaStream_t stream) { gelu_erf_rows(type, x, 1, n, n, stream); }
@@ -319,10 +326,9 @@ void gelu_erf_rows(DType type, void* x, size_t rows, size_t cols, size_t ld, cud
     const size_t vectors = bytes / 16, blocks = (vectors + 255) / 256;
     dispatch_float_type(type, "cuda::gelu_erf", [&](auto tag) {
       using T = decltype(tag);
-      gelu_erf_vec_kernel<T><<<static_cast<unsigned>(blocks < 65535 * 8 ? blocks : 65535 * 8), 256, 0, stream>>>(
-          static_cast<uint4*>(x), vectors);
+      launch_kernel(gelu_erf_vec_kernel<T>, static_cast<unsigned>(blocks < 65535 * 8 ? blocks : 65535 * 8), 256, 0,
+                    stream, "cuda::gelu_erf", static_cast<uint4*>(x), vectors);
     });
-    check_launch("cuda::gelu_erf");
     return;
   }
   const size_t col_blocks = (cols + 255) / 256;
@@ -330,17 +336,16 @@ void gelu_erf_rows(DType type, void* x, size_t rows, size_t cols, size_t ld, cud
                   static_cast<unsigned>(rows < 65535 ? rows : 65535));
   dispatch_float_type(type, "cuda::gelu_erf", [&](auto tag) {
     using T = decltype(tag);
-    gelu_erf_kernel<T><<<grid, 256, 0, stream>>>(static_cast<T*>(x), rows, cols, ld);
+    launch_kernel(gelu_erf_kernel<T>, grid, 256, 0, stream, "cuda::gelu_erf", static_cast<T*>(x), rows, cols, ld);
   });
-  check_launch("cuda::gelu_erf");
 }
 
 void rotary_interleaved(float* x, int rows, int dim, int ld, const int32_t* positions, const float* freqs,
                         cudaStream_t stream) {
   if (rows <= 0) return;
   const int half = dim / 2;
-  rotary_kernel<<<dim3((half + 127) / 128, rows), 128, 0, stream>>>(x, rows, half, ld, positions, freqs);
-  check_launch("cuda::rotary_interleaved");
+  launch_kernel(rotary_kernel, dim3((half + 127) / 128, rows), 128, 0, stream, "cuda::rotary_interleaved", x, rows,
+                half, ld, positions, freqs);
 }
 
 }  // namespace rexnlu::backends::cuda

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "backends/cuda/ops.h"
+#include "backends/cuda/types.cuh"
 #include "rexnlu/error.h"
 
 namespace rexnlu::backends::cuda {
@@ -43,6 +44,7 @@ __device__ __forceinline__ float4 load4(const float* row, int d, int dim, bool v
 
 template <int kTile, int kGroups>
 __global__ void __launch_bounds__(kThreads) link_scores_kernel(LinkScoresArgs a, bool vec) {
+  pdl_begin();
   using C = Config<kTile, kGroups>;
   const int b = blockIdx.z;
   const int row0 = a.batch.offsets[b];
@@ -146,8 +148,8 @@ __global__ void __launch_bounds__(kThreads) link_scores_kernel(LinkScoresArgs a,
 template <int kTile, int kGroups>
 void launch(const LinkScoresArgs& a, bool vec, cudaStream_t stream) {
   const unsigned tiles = static_cast<unsigned>((a.batch.max_length + kTile - 1) / kTile);
-  link_scores_kernel<kTile, kGroups>
-      <<<dim3(tiles, tiles, static_cast<unsigned>(a.batch.num_sequences)), kThreads, 0, stream>>>(a, vec);
+  launch_kernel(link_scores_kernel<kTile, kGroups>, dim3(tiles, tiles, static_cast<unsigned>(a.batch.num_sequences)),
+                kThreads, 0, stream, "cuda::link_scores", a, vec);
 }
 
 }  // namespace
@@ -172,7 +174,6 @@ void link_scores(const LinkScoresArgs& a, cudaStream_t stream) {
   if (tile == 64) launch<64, 1>(a, vec, stream);
   else if (tile == 32) launch<32, 4>(a, vec, stream);
   else launch<16, 16>(a, vec, stream);
-  check_launch("cuda::link_scores");
 }
 
 bool try_fetch_links(const LinkScoresArgs& a, cudaStream_t stream, std::vector<Link>& links, int& count) {
