@@ -65,6 +65,18 @@ RexUniNluModel& tiny_model() {
   return *model;
 }
 
+bool has_gpu() {
+  const auto devices = backends::available_devices();
+  return std::find(devices.begin(), devices.end(), Device::kCuda) != devices.end();
+}
+
+// Every case's input, in order: the tiny model's batch of all cases.
+std::vector<SequenceInput> inputs_of(const std::vector<ForwardCase>& cases) {
+  std::vector<SequenceInput> batch;
+  for (const auto& c : cases) batch.push_back(c.input);
+  return batch;
+}
+
 // Largest |got - want| / max(1, |want|) over the arrays; the parity criterion is <= 1e-4.
 double scaled_error(const std::vector<float>& got, const std::vector<double>& want) {
   EXPECT_EQ(got.size(), want.size());
@@ -105,8 +117,7 @@ TEST(RexParity, EachCaseAloneMatchesOriginal) {
 TEST(RexParity, AllCasesInOneBatchMatchOriginal) {
   auto& model = tiny_model();
   const auto cases = load_cases();
-  std::vector<SequenceInput> batch;
-  for (const auto& c : cases) batch.push_back(c.input);
+  const std::vector<SequenceInput> batch = inputs_of(cases);
   // Twice, in both orders: neighbours and batch position must not matter.
   for (bool reversed : {false, true}) {
     std::vector<SequenceInput> b = batch;
@@ -192,13 +203,11 @@ TEST(RexParity, RepeatedShapesGiveIdenticalAnswers) {
 // are printed, with fp32 activations (REXNLU_CUDA_16BIT_ACTIVATIONS=0; 16-bit ones are the default)
 // beside them for comparison.
 TEST(RexCuda16, SixteenBitActivationsStayNearTheOriginal) {
-  const auto devices = backends::available_devices();
-  if (std::find(devices.begin(), devices.end(), Device::kCuda) == devices.end()) GTEST_SKIP() << "no usable GPU";
+  if (!has_gpu()) GTEST_SKIP() << "no usable GPU";
   const rex::ModelConfig config = rex::load_model_config(kModelDir / "config.json");
   const io::TensorStore weights = io::load_safetensors(kModelDir / "model.safetensors");
   const auto cases = load_cases();
-  std::vector<SequenceInput> batch;
-  for (const auto& c : cases) batch.push_back(c.input);
+  const std::vector<SequenceInput> batch = inputs_of(cases);
   for (Precision p : {Precision::kFloat16, Precision::kBFloat16}) {
     const std::string name(precision_name(p));
     for (const bool fp32_activations : {false, true}) {
@@ -236,13 +245,11 @@ TEST(RexCuda16, SixteenBitActivationsStayNearTheOriginal) {
 // first pass (plain), the second (captured into a CUDA graph with programmatic edges, then
 // launched) and the third (a replay). Where the device is older than sm_90 the switch is ignored.
 TEST(RexCuda16, ProgrammaticDependentLaunchGivesTheSameBits) {
-  const auto devices = backends::available_devices();
-  if (std::find(devices.begin(), devices.end(), Device::kCuda) == devices.end()) GTEST_SKIP() << "no usable GPU";
+  if (!has_gpu()) GTEST_SKIP() << "no usable GPU";
   const rex::ModelConfig config = rex::load_model_config(kModelDir / "config.json");
   const io::TensorStore weights = io::load_safetensors(kModelDir / "model.safetensors");
   const auto cases = load_cases();
-  std::vector<SequenceInput> batch;
-  for (const auto& c : cases) batch.push_back(c.input);
+  const std::vector<SequenceInput> batch = inputs_of(cases);
   for (Precision p : {Precision::kFloat32, Precision::kFloat16}) {
     const std::string name(precision_name(p));
     setenv("REXNLU_CUDA_PDL", "0", 1);
@@ -304,8 +311,7 @@ TEST(RexParity, ScratchMemoryDoesNotGrowWithLayers) {
   one.num_hidden_layers = 1;
   const io::TensorStore weights = io::load_safetensors(kModelDir / "model.safetensors");
   RexUniNluModel shallow(one, weights, kTinyRows), deep(two, weights, kTinyRows);
-  std::vector<SequenceInput> batch;
-  for (const auto& c : load_cases()) batch.push_back(c.input);
+  const std::vector<SequenceInput> batch = inputs_of(load_cases());
   for (int pass = 0; pass < 2; ++pass) {  // the first pass grows block by block; the second has one
     shallow.forward(batch);
     deep.forward(batch);
