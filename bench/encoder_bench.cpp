@@ -79,9 +79,9 @@ int main(int argc, char** argv) {
   if (const char* k = std::getenv("REXNLU_CUDA_ATTENTION"); k != nullptr && std::string(k) == "wmma" &&
                                                             options.device == rexnlu::Device::kCuda)
     engine += "-wmma";  // the WMMA attention kernel instead of the default flash one (backends/cuda/ops.h)
-  if (const char* pdl = std::getenv("REXNLU_CUDA_PDL"); pdl != nullptr && std::string(pdl) == "1" &&
+  if (const char* pdl = std::getenv("REXNLU_CUDA_PDL"); pdl != nullptr && std::string(pdl) == "0" &&
                                                          options.device == rexnlu::Device::kCuda)
-    engine += "-pdl";  // programmatic dependent launch of our kernels (backends/cuda/types.cuh; off by default)
+    engine += "-nopdl";  // plain launches instead of programmatic dependent ones (backends/cuda/types.cuh)
   const char* link_threshold = std::getenv("REXNLU_BENCH_LINK_THRESHOLD");
   if (link_threshold) engine += "-links";
   // The full-size case has no vocab.txt: the embedding table's rows stand for the vocabulary.

@@ -10,9 +10,9 @@
 #   2a. the tiny model at fp16 / bf16 with the default 16-bit activations and with fp32 ones
 #      (REXNLU_CUDA_16BIT_ACTIVATIONS=0) beside them vs the original's outputs, printed, bounded only
 #      against gross errors (RexCuda16.*); steps 3 and 4 run fp16/bf16 with fp32 activations too (_act32);
-#      programmatic dependent launch (REXNLU_CUDA_PDL=1): the tiny model bit for bit against plain
-#      launches (RexCuda16.*, fp32 and fp16), the kernel chain likewise (cuda_kernels), the fp16 e2e
-#      cases (e2e_gpu_fp16_pdl) and one more demo_eval_gpu configuration;
+#      programmatic dependent launch (the default on sm_90+; REXNLU_CUDA_PDL=0 turns it off): the tiny
+#      model bit for bit against plain launches (RexCuda16.*, fp32 and fp16), the kernel chain likewise
+#      (cuda_kernels), the fp16 e2e cases without it (e2e_gpu_fp16_nopdl) and one more demo_eval_gpu configuration;
 #   2b. SiameseUIE's forward cases on the GPU in fp32 vs the original's (test_siamese_uie SiameseForward.*);
 #   3. decoding with fp32, fp16 and bf16 weights on the GPU vs the original's e2e cases
 #      (test_uie Parity.*: every case with min_abs_logit >= 1e-3 in fp32, >= 1e-2 in fp16, >= 8e-2 in bf16
@@ -60,7 +60,7 @@ echo "== build took $(($(date +%s) - start)) s"
 
 fails=0
 if [ "${ONLY_BENCH:-0}" = 1 ]; then
-  # The kernels with programmatic dependent launch bit for bit against plain launches, before the -pdl row.
+  # The kernels with programmatic dependent launch bit for bit against plain launches, before the -nopdl row.
   "$dir/tests/cuda/test_kernels_cuda" --gtest_filter='Gpu.ProgrammaticDependentLaunch*' | tail -n 8 || fails=$((fails + 1))
   "$dir/tests/cuda/bench_kernels_cuda" || fails=$((fails + 1))
   "$root/bench/run_gpu_bench.sh" "$dir" || fails=$((fails + 1))
@@ -128,7 +128,7 @@ for set in st_ner st_absa; do
   echo "   $set fp32: $ref"
   for p in fp16 bf16; do
     for v in REXNLU_CUDA_GRAPHS=1 REXNLU_CUDA_GRAPHS=0 REXNLU_CUDA_16BIT_ACTIVATIONS=0 REXNLU_CUDA_ATTENTION=wmma \
-             REXNLU_CUDA_ATTENTION=fa REXNLU_CUDA_ATTENTION=fa REXNLU_CUDA_PDL=1; do
+             REXNLU_CUDA_ATTENTION=fa REXNLU_CUDA_ATTENTION=fa REXNLU_CUDA_PDL=0; do
       got=$(demo_eval $set $p $v)
       verdict=$(python3 -c 'import sys; a,b=float(sys.argv[1].split()[0] or "nan"),float(sys.argv[2].split()[0] or "nan"); print("ok" if abs(a-b)<=0.002 else "FAILED (more than 0.2 points)")' "${ref:-nan}" "${got:-nan}" 2>/dev/null || echo FAILED)
       echo "   $set $p $v: $got  $verdict"
@@ -165,9 +165,9 @@ step fullsize_cpu_fp32 "$dir/tests/models/test_fullsize_original"
 for p in fp32 fp16 bf16; do
   step "e2e_gpu_$p" env REXNLU_TEST_DEVICE=cuda REXNLU_TEST_PRECISION=$p "$dir/tests/uie/test_uie" --gtest_filter='Parity.*'
 done
-# Programmatic dependent launch (REXNLU_CUDA_PDL=1; off by default until measured): the fp16 e2e cases
-# with it (its bit-for-bit tests: Gpu.ProgrammaticDependentLaunch* in cuda_kernels, RexCuda16.* above).
-step e2e_gpu_fp16_pdl env REXNLU_TEST_DEVICE=cuda REXNLU_TEST_PRECISION=fp16 REXNLU_CUDA_PDL=1 \
+# Programmatic dependent launch (the default on sm_90+ since session 12): the fp16 e2e cases without it,
+# REXNLU_CUDA_PDL=0 (its bit-for-bit tests: Gpu.ProgrammaticDependentLaunch* in cuda_kernels, RexCuda16.* above).
+step e2e_gpu_fp16_nopdl env REXNLU_TEST_DEVICE=cuda REXNLU_TEST_PRECISION=fp16 REXNLU_CUDA_PDL=0 \
   "$dir/tests/uie/test_uie" --gtest_filter='Parity.*'
 for p in fp16 bf16; do
   step "e2e_gpu_${p}_act32" env REXNLU_TEST_DEVICE=cuda REXNLU_TEST_PRECISION=$p REXNLU_CUDA_16BIT_ACTIVATIONS=0 \

@@ -1266,8 +1266,8 @@ TEST(CudaAttentionKernel, EnvironmentVariableIsReadAndChecked) {
 #endif
 }
 
-// REXNLU_CUDA_PDL=1 launches our kernels with programmatic dependent launch on sm_90+ (ignored
-// below); 0 or unset: plain launches (the default); any other value is refused, naming the
+// Our kernels are launched with programmatic dependent launch on sm_90+ (never below) unless
+// REXNLU_CUDA_PDL=0 (plain launches); 1 or unset: the default; any other value is refused, naming the
 // variable and the value. The process-wide switch (backends/cuda/common.h) follows the backend
 // that begins a pass.
 TEST(CudaProgrammaticLaunch, EnvironmentVariableIsReadAndChecked) {
@@ -1295,11 +1295,13 @@ TEST(CudaProgrammaticLaunch, EnvironmentVariableIsReadAndChecked) {
   auto unset = backends::make_backend(options);
   EXPECT_EQ(CudaBackend::of(*on).programmatic_launch(), sm90);
   EXPECT_FALSE(CudaBackend::of(*off).programmatic_launch());
-  EXPECT_FALSE(CudaBackend::of(*unset).programmatic_launch());
+  EXPECT_EQ(CudaBackend::of(*unset).programmatic_launch(), sm90);
   on->begin_pass();
   EXPECT_EQ(backends::cuda::programmatic_launch(), sm90);
-  unset->begin_pass();
+  off->begin_pass();
   EXPECT_FALSE(backends::cuda::programmatic_launch());
+  unset->begin_pass();
+  EXPECT_EQ(backends::cuda::programmatic_launch(), sm90);
 #else
   GTEST_SKIP() << "built without CUDA";
 #endif

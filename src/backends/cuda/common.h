@@ -26,7 +26,7 @@ void check_launch(const char* kernel);
 // while the previous kernel on its stream is still running (its launch latency hidden behind
 // that kernel's tail). Every kernel launched through it waits for its predecessor
 // (pdl_wait() in types.cuh) before touching global memory, so results are the same bits either
-// way. Off unless set: process-wide, set by CudaBackend from REXNLU_CUDA_PDL (cuda_backend.h),
+// way. Off unless set: process-wide, set by CudaBackend (on for sm_90+ unless REXNLU_CUDA_PDL=0, cuda_backend.h),
 // by tests directly. A launch reads it when it is made (a captured graph keeps what it recorded).
 void set_programmatic_launch(bool on);
 bool programmatic_launch();

@@ -80,12 +80,13 @@ CudaBackend::CudaBackend(int device_index, Precision precision)
     attention_kernel_ = kernel == "fa" ? TensorCoreKernel::kFlash : TensorCoreKernel::kWmma;
   }
   const DeviceInfo info = probe_device(index_);
+  // sm_90+ only: below, griddepcontrol does not exist (the kernels compile it out, types.cuh).
+  programmatic_launch_ = info.cc_major >= 9;
   if (const char* p = std::getenv("REXNLU_CUDA_PDL"); p != nullptr && *p != 0) {
     const std::string pdl(p);
     if (pdl != "0" && pdl != "1")
       throw InputError("REXNLU_CUDA_PDL=" + pdl +
-                       ": expected 0 (plain launches, the default) or 1 (programmatic dependent launch on sm_90+)");
-    // sm_90+ only: below, griddepcontrol does not exist (the kernels compile it out, types.cuh).
+                       ": expected 1 (programmatic dependent launch on sm_90+, the default) or 0 (plain launches)");
     programmatic_launch_ = pdl == "1" && info.cc_major >= 9;
   }
   name_ = cuda::describe(info);

@@ -66,8 +66,8 @@ class CudaBackend final : public Backend {
   // (REXNLU_CUDA_ATTENTION=wmma, the fallback); another value throws from the constructor.
   TensorCoreKernel attention_kernel() const { return attention_kernel_; }
   // Whether our kernels are launched with programmatic dependent launch (common.h, types.cuh):
-  // REXNLU_CUDA_PDL=1 on an sm_90+ device (elsewhere it is ignored); 0 or unset: plain launches
-  // (the default until measured); another value throws from the constructor. Set process-wide
+  // on an sm_90+ device unless REXNLU_CUDA_PDL=0 (plain launches; below sm_90 always plain; measured
+  // 1-3 % faster on the H200, docs/benchmarks.md session 12); another value throws from the constructor. Set process-wide
   // (set_programmatic_launch) at construction and at every begin_pass().
   bool programmatic_launch() const { return programmatic_launch_; }
   // Enqueues a product on the stream with this backend's cuBLASLt workspace.
