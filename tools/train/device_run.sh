@@ -9,6 +9,11 @@
 # BASE: a model directory evaluated alongside (PyTorch GPU, all eval sets) as the reference.
 # INIT: a model directory every run starts from (--init; empty: from scratch).
 # DATA: the folder holding instances.jsonl.gz and eval/. EXPORT: f32 or f16 weights.
+# AVG: space-separated NAME=A+B[+...]: after training, the weight average (average.py, F16) of runs
+# (a name in RUNS) or model directories, evaluated on the GPU on all eval sets (at most EVAL_S + 60 s)
+# and packed like a run.
+# PACK_FLOOR: a JSON file {eval set: minimum}; runs meeting every minimum are packed first.
+# EVAL_DEVICE (default cuda) and EVAL_EXTRA (e.g. '--limit 3') for the BASE and AVG evaluations.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 export PYTHONUNBUFFERED=1
@@ -28,9 +33,22 @@ for r in $RUNS; do
 done
 if [ -n "${BASE:-}" ]; then
   mkdir -p "$RUN/base"
-  python3 "$here/evaluate.py" --model "$BASE" --data "$DATA/eval" --device cuda --out "$RUN/base/eval_base.json" \
+  python3 "$here/evaluate.py" --model "$BASE" --data "$DATA/eval" --device "${EVAL_DEVICE:-cuda}" \
+      --out "$RUN/base/eval_base.json" ${EVAL_EXTRA:-} \
       > "$RUN/base.out" 2>&1 &
 fi
 wait
 for r in $RUNS; do tail -n 20 "$RUN/${r%%:*}.out"; done
-python3 "$here/pack_results.py" "$RUN" "$OUT"
+for s in ${AVG:-}; do
+  name=${s%%=*}; d="$RUN/$name"; srcs=(); mkdir -p "$d"
+  IFS=+ read -ra parts <<< "${s#*=}"
+  for p in "${parts[@]}"; do if [ -d "$RUN/$p" ]; then srcs+=("$RUN/$p"); else srcs+=("$p"); fi; done
+  cp "${srcs[0]}/config.json" "$d/" && cp "${VOCAB:-models/rexuninlu_tiny/vocab.txt}" "$d/vocab.txt"
+  echo "${s#*=}" > "$d/average_of.txt"
+  (python3 "$here/average.py" --out "$d/model.safetensors" "${srcs[@]/%//model.safetensors}" &&
+   timeout $(( ${EVAL_S%.*} + 60 )) python3 "$here/evaluate.py" --model "$d" --data "$DATA/eval" \
+       --device "${EVAL_DEVICE:-cuda}" --out "$d/eval.json" ${EVAL_EXTRA:-}) > "$RUN/$name.out" 2>&1 &
+done
+wait
+for s in ${AVG:-}; do tail -n 14 "$RUN/${s%%=*}.out"; done
+python3 "$here/pack_results.py" "$RUN" "$OUT" ${PACK_FLOOR:-}

@@ -32,6 +32,7 @@ def main():
     ap.add_argument("--data", default=".device/train/eval")
     ap.add_argument("--out", default=None)
     ap.add_argument("--sets", default=",".join(EVAL_SETS))
+    ap.add_argument("--limit", type=int, default=None, help="the first N samples of each set only (rehearsals)")
     ap.add_argument("--device", default="cpu", help="cpu (strict float32) or cuda (TF32 allowed, as train.py's eval)")
     a = ap.parse_args()
     torch.set_num_threads(max(1, os.cpu_count() or 1))
@@ -42,13 +43,13 @@ def main():
     res = {}
     for name in a.sets.split(","):
         samples = [json.loads(l) for l in open(f"{a.data}/eval_{name}.jsonl", encoding="utf-8").read().split("\n")
-                   if l.strip()]
+                   if l.strip()][:a.limit]
         t = time.time()
         with torch.no_grad():
             res[name] = score(EVAL_SETS[name], samples, pred.predict(samples))
         print(name, json.dumps(res[name]), f"{time.time() - t:.1f}s", flush=True)
-    if a.out:
-        json.dump(res, open(a.out, "w"), indent=2)
+        if a.out:  # after every set, so that a run stopped by a time limit keeps what it has
+            json.dump(res, open(a.out, "w"), indent=2)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,11 @@
 input_ids, H, rows, cols), exactly as the original data loader's tokenize_data would.
 
   python3 tools/train/prepare.py --raw .device/train/raw --out .device/train/instances.jsonl.gz
+
+--weight SRC=P:V (e.g. cluener=4:2) gives a file P plain and V renamed (labels.vary) rounds instead
+of the mix's counts (more only). The added rounds draw from their own RNG (seeded by --seed and SRC)
+and follow the file's own instances, so the mix's instances stay byte-identical and in order; every
+renamed round draws new names.
 """
 import argparse
 import glob
@@ -44,6 +49,23 @@ MIXES = {
 }
 
 
+def parse_weights(spec, mix):
+    """--weight 'SRC=P:V,...' -> {file name: (plain rounds, varied rounds)}, checked against the mix."""
+    out = {}
+    for kv in filter(None, spec.split(",")):
+        src, pv = kv.split("=")
+        p, v = (int(x) for x in pv.split(":"))
+        name = f"train_{src}.jsonl"
+        base_p = MIXES[mix]["repeat"].get(name, 1)
+        family, base_v = MIXES[mix].get("vary", {}).get(name, (None, 0))
+        if name in MIXES[mix]["skip"] or p < base_p or v < base_v or (v and not family):
+            what = "skips it" if name in MIXES[mix]["skip"] else f"gives it {base_p}:{base_v}" + (
+                "" if family else " (no renaming family)")
+            raise SystemExit(f"--weight {kv}: mix {mix} {what}; --weight can only add rounds")
+        out[name] = (p, v)
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--raw", default=".device/train/raw")
@@ -51,12 +73,19 @@ def main():
     ap.add_argument("--out", default=".device/train/instances.jsonl.gz")
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--mix", default="v3", choices=sorted(MIXES))
+    ap.add_argument("--weight", default="", help="SRC=P:V[,...]: P plain and V renamed rounds of train_SRC.jsonl "
+                    "(at least the mix's), e.g. cluener=4:2")
     a = ap.parse_args()
+    weights = parse_weights(a.weight, a.mix)
     tok = BertTokenizer(a.vocab)
     rng = random.Random(a.seed)
+    files = sorted(glob.glob(f"{a.raw}/train_*.jsonl"))
+    missing = set(weights) - {os.path.basename(f) for f in files}
+    if missing:
+        raise SystemExit(f"--weight: no {', '.join(sorted(missing))} in {a.raw}")
     n_inst = 0
     with gzip.open(a.out, "wt", encoding="utf-8") as fo:
-        for path in sorted(glob.glob(f"{a.raw}/train_*.jsonl")):
+        for path in files:
             name = os.path.basename(path)
             if name in MIXES[a.mix]["skip"]:
                 continue
@@ -65,12 +94,16 @@ def main():
                 samples = rng.sample(samples, CAPS[name])
             k = 0
             family, n_vary = MIXES[a.mix].get("vary", {}).get(name, (None, 0))
-            rounds = [False] * MIXES[a.mix]["repeat"].get(name, 1) + [True] * n_vary
-            for varied in rounds:
+            base_p = MIXES[a.mix]["repeat"].get(name, 1)
+            rounds = [(False, rng)] * base_p + [(True, rng)] * n_vary
+            if name in weights:  # added rounds: their own RNG, after the mix's own instances
+                extra = random.Random(f"{a.seed}:{name}")
+                rounds += [(False, extra)] * (weights[name][0] - base_p) + [(True, extra)] * (weights[name][1] - n_vary)
+            for varied, r in rounds:
                 for s in samples:
                     if varied:
-                        s = L.vary(s, family, rng)
-                    for ids, H, rows, cols in R.training_instances(tok, s, rng):
+                        s = L.vary(s, family, r)
+                    for ids, H, rows, cols in R.training_instances(tok, s, r):
                         fo.write(json.dumps({"src": name[6:-6], "ids": ids, "H": H, "rows": rows, "cols": cols},
                                             separators=(",", ":")) + "\n")
                         k += 1

@@ -331,5 +331,47 @@ class ConvertDataTest(unittest.TestCase):
                          [[trig, ("裁员方", "苹果公司", [0, 4])], [trig, ("裁员人数", "200人", [8, 12])], [trig]])
 
 
+class PrepareWeightTest(unittest.TestCase):
+    """prepare.py --weight adds rounds of one file after the mix's own instances, which stay identical."""
+
+    def _run(self, raw, out, *extra):
+        import subprocess
+        return subprocess.run([sys.executable, f"{HERE}/prepare.py", "--mix", "v3", "--raw", raw, "--out", out,
+                               "--vocab", f"{TINY}/vocab.txt", *extra], capture_output=True, text=True)
+
+    def test_added_rounds_follow_the_mix(self):
+        import gzip
+        import tempfile
+        import labels as L
+        clu = [{"id": f"c{i}", "text": t, "schema": {k: None for k in L.CONCEPT["cluener"]},
+                "info_list": [[{"type": "人名", "span": t[:2], "offset": [0, 2]}]]}
+               for i, t in enumerate(["马云创办了阿里巴巴。", "王菲在北京开演唱会。", "李白写了很多诗。"])]
+        wb = [{"id": f"w{i}", "text": t, "schema": {k: None for k in L.CONCEPT["weibo"]},
+               "info_list": [[{"type": "地名", "span": t[:2], "offset": [0, 2]}]]}
+              for i, t in enumerate(["上海今天下雨了", "广州的早茶真好吃", "成都有熊猫", "杭州西湖很美"])]
+        with tempfile.TemporaryDirectory() as d:
+            os.makedirs(f"{d}/raw")
+            for name, rows in (("train_cluener.jsonl", clu), ("train_weibo.jsonl", wb)):
+                with open(f"{d}/raw/{name}", "w", encoding="utf-8") as f:
+                    f.write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+            for args in ((f"{d}/a.gz",), (f"{d}/b.gz", "--weight", "cluener=3:4")):
+                r = self._run(f"{d}/raw", *args)
+                self.assertEqual(r.returncode, 0, r.stderr)
+            base, heavy = ([json.loads(l) for l in gzip.open(f"{d}/{x}.gz", "rt", encoding="utf-8")] for x in "ab")
+            # v3: cluener 1 plain + 1 renamed round (3 instances each), then weibo 1 renamed round
+            self.assertEqual([x["src"] for x in base], ["cluener"] * 6 + ["weibo"] * 4)
+            self.assertEqual(heavy[:6], base[:6])            # the mix's own instances first, unchanged
+            self.assertEqual(heavy[6 + 15:], base[6:])       # later files untouched (the mix's RNG too)
+            added = heavy[6:6 + 15]                          # 2 more plain rounds, 3 more renamed ones
+            self.assertEqual(added[:6], base[:3] * 2)        # plain = the same instances again
+            self.assertTrue(all(x["src"] == "cluener" for x in added))
+            self.assertTrue({json.dumps(x) for x in added[6:]} - {json.dumps(x) for x in heavy[:6]})  # new names
+            for bad, msg in (("cluener=0:1", "gives it 1:1"), ("eprstmt=3:1", "no renaming family"),
+                             ("sanwen_re=2:0", "skips it"), ("resume=2:2", "no train_resume.jsonl")):
+                r = self._run(f"{d}/raw", f"{d}/c.gz", "--weight", bad)
+                self.assertNotEqual(r.returncode, 0, bad)
+                self.assertIn(msg, r.stderr, bad)
+
+
 if __name__ == "__main__":
     unittest.main()
