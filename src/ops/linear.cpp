@@ -128,8 +128,12 @@ void linear(backends::Backend& be, ConstTensorRef x, const Linear& w, TensorRef 
       g.ldc = to_int(y.ld());
       g.c_type = y.dtype;
       g.bias = bias.empty() ? nullptr : bias.ref().data;
+      // 16-bit y: the GELU in cuBLASLt's epilogue, tanh form, unless REXNLU_CUDA_GELU=erf
+      // (CudaBackend::gelu_epilogue); F32 y: the exact GELU after the product, below.
+      g.gelu_tanh = act == Activation::kGeluErf && y.dtype != DType::kF32 && cb.gelu_epilogue();
       cb.gemm(g);
       if (ops::cuda_verify::enabled()) ops::cuda_verify::linear(g, cb.stream());
+      if (g.gelu_tanh) return;  // activation fused
       break;
     }
 #endif

@@ -13,7 +13,10 @@ void gemm(backends::Backend& be, ConstTensorRef a, ConstTensorRef b, bool trans_
 // What linear applies to its output after the bias.
 enum class Activation {
   kNone,
-  kGeluErf,  // exact GELU, as ops::gelu_erf; fused into the product where the kernel can (CPU fp32)
+  // Exact GELU, as ops::gelu_erf; fused into the product where the kernel can (CPU fp32). On CUDA
+  // with a 16-bit y, cuBLASLt's epilogue computes it in the tanh form instead (within 4.7e-4 of
+  // erf; REXNLU_CUDA_GELU=erf keeps the exact one: backends::cuda::CudaBackend::gelu_epilogue).
+  kGeluErf,
 };
 
 // y [rows, out] = act(x [rows, in] · W^T + bias), for the weights in whatever layout the backend

@@ -98,8 +98,8 @@ int main() {
 
   std::printf("| shape | type | qkv GEMM | attention (fused) | out GEMM+bias | LN+res | FFN up | GELU | FFN down | LN+res | "
               "layer sum | x12 layers | head GEMM (f32 out) | rotary | link scores | attention share | attention mma, 64 rows / 16 rows x 4 key groups | "
-              "attention fa, by grid / 64 rows / 16 rows | link scores, tile 16 / 32 / 64 |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+              "attention fa, by grid / 64 rows / 16 rows | link scores, tile 16 / 32 / 64 | FFN up + GELU epilogue (tanh) |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (auto [L, B] : {std::pair{128, 1}, {128, 8}, {128, 32}, {512, 1}, {512, 8}}) {
     const int T = L * B;
     std::vector<int32_t> offsets{0}, pos;
@@ -148,6 +148,13 @@ int main() {
         g.c_type = ct, g.bias = bias;
         blas.gemm(g, ws, ws_bytes, s);
       };
+      // The FFN up with its GELU in cuBLASLt's epilogue (16-bit only: CudaBackend::gelu_epilogue).
+      auto linear_gelu = [&](const void* x, int in, const void* w, const void* bias, int out, void* y) {
+        kg::GemmArgs g;
+        g.M = T, g.N = out, g.K = in, g.A = x, g.lda = in, g.B = w, g.ldb = in, g.ab_type = t, g.C = y, g.ldc = out;
+        g.c_type = t, g.bias = bias, g.gelu_tanh = true;
+        blas.gemm(g, ws, ws_bytes, s);
+      };
       kg::AttentionArgs a;
       a.type = t, a.batch = batch, a.num_heads = heads, a.head_dim = hd, a.q = qkv;
       a.k = static_cast<char*>(qkv) + H * es, a.v = static_cast<char*>(qkv) + 2 * H * es, a.ld_qkv = 3 * H;
@@ -194,8 +201,11 @@ int main() {
       for (const int tile : {16, 32, 64}) {
         kg::LinkScoresArgs lt = ls;
         lt.tile = tile;
-        std::printf(" %.1f%s", time_us(s, [&] { kg::link_scores(lt, s); }), tile == 64 ? " |\n" : " /");
+        std::printf(" %.1f%s", time_us(s, [&] { kg::link_scores(lt, s); }), tile == 64 ? " |" : " /");
       }
+      // Against "FFN up" + "GELU" above.
+      if (t != DType::kF32) std::printf(" %.1f |\n", time_us(s, [&] { linear_gelu(attn, H, w_i, bias_h, I, inter); }));
+      else std::printf(" - |\n");
       for (void* p : {h, qkv, rel, w_qkv, b_qkv, w_o, w_i, w_out, bias_h, ctx, attn, inter, static_cast<void*>(gamma),
                       static_cast<void*>(beta), w_head, static_cast<void*>(b_head), static_cast<void*>(qk),
                       static_cast<void*>(freqs), links, static_cast<void*>(count)})

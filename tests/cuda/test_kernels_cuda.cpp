@@ -347,6 +347,60 @@ TEST_F(Gpu, GemmMatchesCpuAtLargeBatchRowCounts) {
   }
 }
 
+// cuBLASLt's GELU_BIAS epilogue (GemmArgs::gelu_tanh: the FFN up on 16-bit activations, ops::linear,
+// CudaBackend::gelu_epilogue) at the model's FFN-up shape, 16 bits in and out, against the CPU
+// product followed by the tanh form of GELU in double: tolerance(t) + 1e-3, as cuBLASLt's own
+// evaluation of tanh is not documented (the hardware tanh.approx, 2^-11 relative, would give up to
+// ~6.5e-4 near x = -2.7); and against the exact GELU with 4.7e-4 more (the forms' largest
+// difference). Where the two forms differ by more than 1e-4, the mean distance of the result to
+// each is printed (which form cuBLASLt computes, and how closely). The plain bias product of the same shape
+// afterwards gets its own plan (the epilogue is in the plan key) and no GELU.
+TEST_F(Gpu, GemmGeluEpilogueIsTheTanhFormOfGelu) {
+  kg::Blas blas;
+  DeviceBuffer ws(32u << 20);
+  const int M = 300, K = 768, N = 3072;
+  for (DType t : {DType::kF16, DType::kBF16}) {
+    auto x = random_vec(size_t(M) * K, 21), w = random_vec(size_t(N) * K, 22, -0.15f, 0.15f);
+    auto bias = random_vec(N, 23);
+    round_to(x, t), round_to(w, t), round_to(bias, t);
+    std::vector<float> pre(size_t(M) * N);
+    kc::linear(x.data(), M, K, w.data(), nullptr, 0, bias.data(), N, pre.data(), N);
+    std::vector<float> tanh_form(pre.size()), erf_form(pre.size());
+    for (size_t i = 0; i < pre.size(); ++i) {
+      const double v = pre[i];
+      tanh_form[i] = static_cast<float>(0.5 * v * (1.0 + std::tanh(0.7978845608028654 * (v + 0.044715 * v * v * v))));
+      erf_form[i] = static_cast<float>(0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0))));
+    }
+    auto dx = DeviceBuffer::from(x, t), dw = DeviceBuffer::from(w, t), db = DeviceBuffer::from(bias, t);
+    DeviceBuffer dy(size_t(M) * N * dtype_size(t)), dplain(size_t(M) * N * dtype_size(t));
+    dy.poison(), dplain.poison();
+    kg::GemmArgs g;
+    g.M = M, g.N = N, g.K = K, g.A = dx.get(), g.lda = K, g.B = dw.get(), g.ldb = K, g.ab_type = t;
+    g.C = dy.get(), g.ldc = N, g.c_type = t, g.bias = db.get(), g.gelu_tanh = true;
+    blas.gemm(g, ws.get(), 32u << 20, nullptr);
+    const std::vector<float> got = dy.floats(t);
+    const std::string what = std::string("linear+gelu epilogue ") + name(t);
+    expect_close(got, tanh_form, tolerance(t) + 1e-3, what + " vs tanh form");
+    expect_close(got, erf_form, tolerance(t) + 1.5e-3, what + " vs erf");
+    double to_tanh = 0, to_erf = 0;
+    size_t differing = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      if (std::abs(double(tanh_form[i]) - erf_form[i]) <= 1e-4) continue;
+      ++differing;
+      to_tanh += std::abs(double(got[i]) - tanh_form[i]);
+      to_erf += std::abs(double(got[i]) - erf_form[i]);
+    }
+    ASSERT_GT(differing, 0u);
+    std::printf("  %s: where the forms differ by > 1e-4 (%zu values): mean |got - tanh form| %.3g, mean |got - erf| %.3g\n",
+                name(t), differing, to_tanh / double(differing), to_erf / double(differing));
+    const size_t plans = blas.cached_plans();
+    g.C = dplain.get(), g.gelu_tanh = false;
+    blas.gemm(g, ws.get(), 32u << 20, nullptr);
+    EXPECT_EQ(blas.cached_plans(), plans + 1) << what << ": the plain product reused the GELU plan";
+    expect_close(dplain.floats(t), pre, tolerance(t), std::string("linear (bias only) after it ") + name(t));
+  }
+}
+
 TEST_F(Gpu, LayerNormWithResidualMatchesCpu) {
   // One warp per row with 16-byte accesses where cols % 8 == 0 and <= 1024 (768: 3 chunks of 8 per
   // lane; 128, 264, 776: lanes without a chunk or with one more; 1024: 4 full), the scalar warp

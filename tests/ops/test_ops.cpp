@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <random>
@@ -1071,8 +1072,8 @@ class Ops16Test : public ::testing::TestWithParam<Precision> {
     const auto devices = backends::available_devices();
     if (std::find(devices.begin(), devices.end(), Device::kCuda) == devices.end()) GTEST_SKIP() << "no usable GPU";
     unsetenv("REXNLU_CUDA_16BIT_ACTIVATIONS");  // the default at fp16 / bf16 (cuda_backend.h)
-    be_ = backends::make_backend(LoadOptions{Device::kCuda, GetParam(), 0});
-    be_->begin_pass();
+    unsetenv("REXNLU_CUDA_GELU");               // likewise: the GELU in the FFN product's epilogue
+    open_backend();
     t_ = be_->activation_type();
     ASSERT_EQ(t_, GetParam() == Precision::kFloat16 ? DType::kF16 : DType::kBF16)
         << "16-bit activations at " << precision_name(GetParam());
@@ -1082,6 +1083,11 @@ class Ops16Test : public ::testing::TestWithParam<Precision> {
   backends::Backend& be() { return *be_; }
   DType t() const { return t_; }
   double tol() const { return t_ == DType::kF16 ? 2e-3 : 1.6e-2; }
+  // A new backend of the test's precision in place of the fixture's (read the environment again).
+  void open_backend() {
+    be_ = backends::make_backend(LoadOptions{Device::kCuda, GetParam(), 0});
+    be_->begin_pass();
+  }
 
   // Host F32 values on the device as `type` (the activation type unless said otherwise).
   Tensor on_device(const std::vector<float>& host, std::initializer_list<int64_t> shape) {
@@ -1207,6 +1213,129 @@ TEST_P(Ops16Test, GeluErfOnSixteenBits) {
   Tensor xd = on_device(x, {int64_t(x.size())});
   gelu_erf(be(), xd.mutable_ref());
   expect_close(on_host(xd), want, tol());
+}
+
+// y = x · W^T + b (then the exact GELU with gelu) by the CPU backend in fp32: the reference of the
+// FFN-up tests below (x, W, b exact in 16 bits, so both sides read the same values).
+std::vector<float> cpu_linear(const std::vector<float>& x, const std::vector<float>& w, const std::vector<float>& b,
+                              int rows, int in, int out, Activation act) {
+  auto cpu = backends::make_backend(LoadOptions{Device::kCpu, Precision::kFloat32, 0});
+  cpu->begin_pass();
+  const Linear l = cpu->make_linear(host_ref(w.data(), {out, in}), host_ref(b.data(), {out}));
+  std::vector<float> y(size_t(rows) * out);
+  linear(*cpu, host_ref(x.data(), {rows, in}), l, host_ref(y.data(), {rows, out}), act);
+  return y;
+}
+
+// The tanh form of GELU, the one cuBLASLt's GELU epilogue computes.
+double gelu_tanh(double v) { return 0.5 * v * (1.0 + std::tanh(0.7978845608028654 * (v + 0.044715 * v * v * v))); }
+
+// The encoder's FFN up (768 -> 3072 with GELU, Activation::kGeluErf) on 16-bit activations: by
+// default the GELU runs in cuBLASLt's epilogue in its tanh form (CudaBackend::gelu_epilogue),
+// checked against the CPU fp32 linear with the exact GELU on the same inputs (pre-activations
+// spread over about [-5, 5]). Tolerance tol() + 1.5e-3: the tanh form is within 4.7e-4 of erf (at
+// |x| ~ 2.7), and how cuBLASLt evaluates tanh is not documented (the hardware tanh.approx, 2^-11
+// relative, would add up to ~6.5e-4 near x = -2.7). A plain product of the same shape afterwards
+// must not reuse the GELU plan (the epilogue is part of gemm.cu's plan key).
+TEST_P(Ops16Test, LinearGeluRunsInTheEpilogueByDefault) {
+#if REXNLU_HAVE_CUDA
+  const int rows = 45, in = 768, out = 3072;
+  const auto x = exact16(random_vec(size_t(rows) * in, 170)), w = exact16(random_vec(size_t(out) * in, 171, -0.15f, 0.15f));
+  const auto b = exact16(random_vec(out, 172));
+  EXPECT_TRUE(backends::cuda::CudaBackend::of(be()).gelu_epilogue());
+  EXPECT_NE(be().describe().find(", GELU in the GEMM epilogue (tanh form)"), std::string::npos) << be().describe();
+  const std::vector<float> pre = cpu_linear(x, w, b, rows, in, out, Activation::kNone);
+  const std::vector<float> exact = cpu_linear(x, w, b, rows, in, out, Activation::kGeluErf);
+  const Linear l = make_linear(w, b, out, in);
+  const Tensor xd = on_device(x, {rows, in});
+  Tensor y = on_device(std::vector<float>(size_t(rows) * out, 0.0f), {rows, out});
+  linear(be(), xd, l, y.mutable_ref(), Activation::kGeluErf);
+  const std::vector<float> got = on_host(y);
+  // Worst error against the exact GELU, and the mean distance to each form where they differ by
+  // more than 1e-4 (printed: which one cuBLASLt computes, and how closely).
+  double worst = 0, to_tanh = 0, to_erf = 0, lo = 0, hi = 0;
+  size_t differing = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    lo = std::min(lo, double(pre[i])), hi = std::max(hi, double(pre[i]));
+    const double e = exact[i], tn = gelu_tanh(pre[i]);
+    ASSERT_NEAR(got[i], e, (tol() + 1.5e-3) * std::max(1.0, std::abs(e))) << "at " << i << ", pre-activation " << pre[i];
+    worst = std::max(worst, std::abs(got[i] - e) / std::max(1.0, std::abs(e)));
+    if (std::abs(tn - e) > 1e-4) ++differing, to_tanh += std::abs(got[i] - tn), to_erf += std::abs(got[i] - e);
+  }
+  EXPECT_LT(lo, -3.0);
+  EXPECT_GT(hi, 3.0);
+  ASSERT_GT(differing, 0u);
+  std::printf("  %s FFN up + GELU epilogue: worst vs erf %.3g (tol %.2g); where the forms differ by > 1e-4 (%zu values):"
+              " mean |got - tanh form| %.3g, mean |got - erf| %.3g; pre-activations in [%.2f, %.2f]\n",
+              std::string(precision_name(GetParam())).c_str(), worst, tol() + 1.5e-3, differing, to_tanh / double(differing),
+              to_erf / double(differing), lo, hi);
+  // The same shape without the activation: the plain bias epilogue, not the GELU plan.
+  Tensor plain = on_device(std::vector<float>(size_t(rows) * out, 0.0f), {rows, out});
+  linear(be(), xd, l, plain.mutable_ref());
+  const std::vector<float> got_plain = on_host(plain);
+  for (size_t i = 0; i < got_plain.size(); ++i)
+    ASSERT_NEAR(got_plain[i], pre[i], tol() * std::max(1.0, std::abs(double(pre[i])))) << "plain product at " << i;
+#endif
+}
+
+// REXNLU_CUDA_GELU=erf: the exact GELU as its own kernel after the product (the bits of ops::linear
+// without activation followed by ops::gelu_erf), within tol() of the CPU's exact GELU, and other
+// values than the default epilogue's; =tanh is the default; another value is refused naming it;
+// fp32 activations (REXNLU_CUDA_16BIT_ACTIVATIONS=0) never use the epilogue.
+TEST_P(Ops16Test, GeluErfSwitchKeepsTheExactGeluAsItsOwnKernel) {
+#if REXNLU_HAVE_CUDA
+  using backends::cuda::CudaBackend;
+  const int rows = 29, in = 768, out = 3072;
+  const auto x = exact16(random_vec(size_t(rows) * in, 180)), w = exact16(random_vec(size_t(out) * in, 181, -0.15f, 0.15f));
+  const auto b = exact16(random_vec(out, 182));
+  const std::vector<float> exact = cpu_linear(x, w, b, rows, in, out, Activation::kGeluErf);
+  const auto run = [&](bool by_hand) {  // on the current backend
+    const Linear l = make_linear(w, b, out, in);
+    Tensor y = on_device(std::vector<float>(size_t(rows) * out, 0.0f), {rows, out});
+    linear(be(), on_device(x, {rows, in}), l, y.mutable_ref(), by_hand ? Activation::kNone : Activation::kGeluErf);
+    if (by_hand) gelu_erf(be(), y.mutable_ref());
+    return on_host(y);
+  };
+  const std::vector<float> fused = run(false);  // the fixture's backend: the default
+  ASSERT_TRUE(CudaBackend::of(be()).gelu_epilogue());
+  setenv("REXNLU_CUDA_GELU", "erf", 1);
+  open_backend();
+  unsetenv("REXNLU_CUDA_GELU");
+  EXPECT_FALSE(CudaBackend::of(be()).gelu_epilogue());
+  EXPECT_EQ(be().describe().find("GELU in the GEMM epilogue"), std::string::npos) << be().describe();
+  const std::vector<float> separate = run(false), by_hand = run(true);
+  ASSERT_EQ(separate.size(), by_hand.size());
+  EXPECT_EQ(std::memcmp(separate.data(), by_hand.data(), separate.size() * sizeof(float)), 0)
+      << "REXNLU_CUDA_GELU=erf: not the product followed by ops::gelu_erf";
+  size_t differ = 0;
+  for (size_t i = 0; i < separate.size(); ++i) {
+    ASSERT_NEAR(separate[i], exact[i], tol() * std::max(1.0, std::abs(double(exact[i])))) << "at " << i;
+    differ += separate[i] != fused[i];
+  }
+  EXPECT_GT(differ, 0u) << "the epilogue's GELU gave the exact kernel's bits everywhere";
+  std::printf("  %s: REXNLU_CUDA_GELU=erf and the epilogue differ in %zu of %zu values\n",
+              std::string(precision_name(GetParam())).c_str(),
+              differ, separate.size());
+  setenv("REXNLU_CUDA_GELU", "tanh", 1);
+  open_backend();
+  EXPECT_TRUE(CudaBackend::of(be()).gelu_epilogue());
+  setenv("REXNLU_CUDA_GELU", "fast", 1);
+  try {
+    open_backend();
+    ADD_FAILURE() << "REXNLU_CUDA_GELU=fast accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput) << e.what();
+    EXPECT_NE(std::string(e.what()).find("REXNLU_CUDA_GELU=fast"), std::string::npos) << e.what();
+  }
+  unsetenv("REXNLU_CUDA_GELU");
+  setenv("REXNLU_CUDA_16BIT_ACTIVATIONS", "0", 1);
+  open_backend();
+  unsetenv("REXNLU_CUDA_16BIT_ACTIVATIONS");
+  EXPECT_FALSE(CudaBackend::of(be()).gelu_epilogue());
+  auto fp32 = backends::make_backend(LoadOptions{Device::kCuda, Precision::kFloat32, 0});
+  EXPECT_FALSE(CudaBackend::of(*fp32).gelu_epilogue());
+  EXPECT_EQ(fp32->describe().find("GELU in the GEMM epilogue"), std::string::npos) << fp32->describe();
+#endif
 }
 
 TEST_P(Ops16Test, DisentangledAttentionOnSixteenBits) {

@@ -79,6 +79,15 @@ CudaBackend::CudaBackend(int device_index, Precision precision)
       throw InputError("REXNLU_CUDA_ATTENTION=" + kernel + ": expected fa (the flash kernel where it applies, the default) or wmma");
     attention_kernel_ = kernel == "fa" ? TensorCoreKernel::kFlash : TensorCoreKernel::kWmma;
   }
+  bool gelu_tanh = true;  // REXNLU_CUDA_GELU (cuda_backend.h)
+  if (const char* g = std::getenv("REXNLU_CUDA_GELU"); g != nullptr && *g != 0) {
+    const std::string gelu(g);
+    if (gelu != "tanh" && gelu != "erf")
+      throw InputError("REXNLU_CUDA_GELU=" + gelu +
+                       ": expected tanh (the GELU in the 16-bit products' epilogue, the default) or erf (the exact "
+                       "GELU, a separate kernel)");
+    gelu_tanh = gelu == "tanh";
+  }
   const DeviceInfo info = probe_device(index_);
   // sm_90+ only: below, griddepcontrol does not exist (the kernels compile it out, types.cuh).
   programmatic_launch_ = info.cc_major >= 9;
@@ -102,6 +111,8 @@ CudaBackend::CudaBackend(int device_index, Precision precision)
   // 16-bit activations at fp16/bf16 unless REXNLU_CUDA_16BIT_ACTIVATIONS=0 (cuda_backend.h).
   if (const char* a = std::getenv("REXNLU_CUDA_16BIT_ACTIVATIONS"); a != nullptr && std::string(a) == "0")
     fp32_activations_ = true;
+  // Only where the FFN's intermediate is stored in 16 bits (fp32 stays bit for bit the exact GELU).
+  gelu_epilogue_ = gelu_tanh && compute_type() != DType::kF32 && !fp32_activations_;
   if (const char* mma = std::getenv("REXNLU_CUDA_MMA_ATTENTION"); mma != nullptr && *mma != 0)
     attention_tensor_cores_ = std::string(mma) == "0" ? 0 : std::string(mma) == "1" ? 1 : -1;
 }
@@ -129,6 +140,7 @@ std::string CudaBackend::describe() const {
                                     : ", WMMA attention";
   return "cuda:" + std::to_string(index_) + ", " + name_ + ", " + std::string(precision_name(precision())) +
          " weights, " + std::string(activations) + " activations, cuBLASLt" + attention +
+         (gelu_epilogue_ ? ", GELU in the GEMM epilogue (tanh form)" : "") +
          (programmatic_launch_ ? ", programmatic dependent launch" : "");
 }
 

@@ -85,7 +85,7 @@ void Blas::gemm(const GemmArgs& g, void* workspace, size_t workspace_bytes, cuda
   const int align_bias = g.bias ? alignment(g.bias) : 0;
   const Key key{g.trans_b, g.M, g.N, g.K, g.lda, g.ldb, g.ldc, static_cast<int>(g.ab_type),
                 static_cast<int>(g.c_type), g.bias != nullptr, align_a, workspace_bytes, align_b, align_c,
-                align_bias};
+                align_bias, g.gelu_tanh};
   auto it = plans_.find(key);
   if (it == plans_.end()) {
     auto p = std::make_unique<Plan>();
@@ -94,12 +94,15 @@ void Blas::gemm(const GemmArgs& g, void* workspace, size_t workspace_bytes, cuda
     const cublasOperation_t op_a = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, op_b = CUBLAS_OP_N;
     check_lt(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof op_a), "transa");
     check_lt(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof op_b), "transb");
-    if (g.bias) {
-      const cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
+    if (g.bias || g.gelu_tanh) {
+      const cublasLtEpilogue_t epi = !g.gelu_tanh ? CUBLASLT_EPILOGUE_BIAS
+                                     : g.bias     ? CUBLASLT_EPILOGUE_GELU_BIAS
+                                                  : CUBLASLT_EPILOGUE_GELU;
       check_lt(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi), "epilogue");
+    }
+    if (g.bias)
       check_lt(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &ct, sizeof ct),
                "bias type");
-    }
     // cuBLAS A = our B: column-major [K, N] when trans_b (B row-major [N, K]), else [N, K].
     check_lt(g.trans_b ? cublasLtMatrixLayoutCreate(&p->a, ab, g.K, g.N, g.ldb)
                        : cublasLtMatrixLayoutCreate(&p->a, ab, g.N, g.K, g.ldb),
@@ -124,7 +127,9 @@ void Blas::gemm(const GemmArgs& g, void* workspace, size_t workspace_bytes, cuda
     cublasLtMatmulPreferenceDestroy(pref);
     if (hs != CUBLAS_STATUS_SUCCESS || found == 0)
       throw InternalError("cuBLASLt has no algorithm for M=" + std::to_string(g.M) + " N=" + std::to_string(g.N) +
-                          " K=" + std::to_string(g.K) + " (" + status_name(hs) + ")");
+                          " K=" + std::to_string(g.K) +
+                          (g.gelu_tanh ? " with the GELU epilogue (REXNLU_CUDA_GELU=erf does without it)" : "") + " (" +
+                          status_name(hs) + ")");
     p->algo = result.algo;
     it = plans_.emplace(key, std::move(p)).first;
   }

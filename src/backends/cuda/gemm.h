@@ -3,9 +3,13 @@
 // trans_b = true: B is [N,K] (nn.Linear weight), op(B) = B^T; false: B is [K,N].
 // A and B share one storage type (F32, F16 or BF16); C is that type or F32. Accumulation is
 // always fp32 (CUBLAS_COMPUTE_32F: no TF32 for F32 inputs, so F32 matches the CPU to ~1e-6).
-// The bias runs as cuBLASLt's BIAS epilogue. Its GELU epilogue is NOT used: PyTorch and XLA fuse
-// only the tanh-approximate GELU into it, and the model needs the exact erf GELU
-// (backends::cuda::gelu_erf); whether it matches erf to 1e-4 was not measured here.
+// The bias runs as cuBLASLt's BIAS epilogue; with gelu_tanh, as its GELU_BIAS epilogue (GELU
+// without a bias): the tanh approximation 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (PyTorch
+// and XLA fuse only approximate="tanh" there; cuBLASLt's documentation names no formula, and
+// tests/cuda GemmGeluEpilogueIsTheTanhFormOfGelu prints how near its results are to each form),
+// not the exact erf GELU of the model (backends::cuda::gelu_erf): the two forms differ by at most
+// 4.7e-4 (at |x| ~ 2.7). ops::linear asks for it only for 16-bit outputs, where that is of the
+// order of the output's rounding (CudaBackend::gelu_epilogue).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -32,10 +36,11 @@ struct GemmArgs {
   int ldc = 0;
   DType c_type = DType::kF32;
   const void* bias = nullptr;  // [N] of c_type, or null
+  bool gelu_tanh = false;      // then GELU, tanh form, in the epilogue (after alpha, beta and the bias)
 };
 
 // One cuBLASLt handle with a cache of matmul plans (descriptors + the heuristic's algorithm)
-// keyed by shape, types, strides and pointer alignment. Not thread-safe: one per stream.
+// keyed by shape, types, strides, pointer alignment and epilogue. Not thread-safe: one per stream.
 class Blas {
  public:
   Blas();
@@ -52,7 +57,7 @@ class Blas {
 
  private:
   struct Plan;
-  using Key = std::tuple<int, int, int, int, int, int, int, int, int, int, int, size_t, int, int, int>;
+  using Key = std::tuple<int, int, int, int, int, int, int, int, int, int, int, size_t, int, int, int, int>;
   void* handle_ = nullptr;  // cublasLtHandle_t
   std::map<Key, std::unique_ptr<Plan>> plans_;
 };
