@@ -82,6 +82,9 @@ int main(int argc, char** argv) {
   if (const char* pdl = std::getenv("REXNLU_CUDA_PDL"); pdl != nullptr && std::string(pdl) == "0" &&
                                                          options.device == rexnlu::Device::kCuda)
     engine += "-nopdl";  // plain launches instead of programmatic dependent ones (backends/cuda/types.cuh)
+  if (const char* g = std::getenv("REXNLU_CUDA_GELU"); g != nullptr && std::string(g) == "erf" &&
+                                                      options.device == rexnlu::Device::kCuda)
+    engine += "-geluerf";  // the exact GELU as its own kernel instead of the GEMM's tanh-form epilogue
   const char* link_threshold = std::getenv("REXNLU_BENCH_LINK_THRESHOLD");
   if (link_threshold) engine += "-links";
   // The full-size case has no vocab.txt: the embedding table's rows stand for the vocabulary.

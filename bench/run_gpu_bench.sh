@@ -30,6 +30,9 @@ REXNLU_BENCH_LINK_THRESHOLD=60 "$BUILD/bench/encoder_bench" "$WORK/model" "$WORK
 # fp16 without programmatic dependent launch of our kernels (REXNLU_CUDA_PDL=0, backends/cuda/types.cuh;
 # the default on sm_90+ since session 12): what overlapping each launch with its predecessor's tail saves.
 REXNLU_CUDA_PDL=0 "$BUILD/bench/encoder_bench" "$WORK/model" "$WORK/cases.json" 1 "$MIN_SECONDS" cuda fp16 >> "$WORK/results.jsonl"
+# fp16 with the exact GELU as its own kernel (REXNLU_CUDA_GELU=erf) instead of cuBLASLt's tanh-form
+# epilogue on the FFN-up product (the default at fp16/bf16 since session 12): what the fusion saves.
+REXNLU_CUDA_GELU=erf "$BUILD/bench/encoder_bench" "$WORK/model" "$WORK/cases.json" 1 "$MIN_SECONDS" cuda fp16 >> "$WORK/results.jsonl"
 # fp16 / bf16 with the WMMA attention kernel instead of the default flash one (backends/cuda/ops.h).
 for p in fp16 bf16; do
   REXNLU_CUDA_ATTENTION=wmma "$BUILD/bench/encoder_bench" "$WORK/model" "$WORK/cases.json" 1 "$MIN_SECONDS" cuda "$p" >> "$WORK/results.jsonl"
