@@ -13,8 +13,8 @@
 #      programmatic dependent launch (the default on sm_90+; REXNLU_CUDA_PDL=0 turns it off): the tiny
 #      model bit for bit against plain launches (RexCuda16.*, fp32 and fp16), the kernel chain likewise
 #      (cuda_kernels), the fp16 e2e cases without it (e2e_gpu_fp16_nopdl) and one more demo_eval_gpu configuration;
-#      the exact GELU as its own kernel (REXNLU_CUDA_GELU=erf; the default at fp16/bf16 is cuBLASLt's
-#      tanh-form GELU epilogue): one more demo_eval_gpu configuration;
+#      the exact GELU as its own kernel (REXNLU_CUDA_GELU=erf; the default at fp16 is cuBLASLt's
+#      tanh-form GELU epilogue) and the epilogue at bf16 too (=tanh): two more demo_eval_gpu configurations;
 #   2b. SiameseUIE's forward cases on the GPU in fp32 vs the original's (test_siamese_uie SiameseForward.*);
 #   3. decoding with fp32, fp16 and bf16 weights on the GPU vs the original's e2e cases
 #      (test_uie Parity.*: every case with min_abs_logit >= 1e-3 in fp32, >= 1e-2 in fp16, >= 8e-2 in bf16
@@ -130,7 +130,7 @@ for set in st_ner st_absa; do
   echo "   $set fp32: $ref"
   for p in fp16 bf16; do
     for v in REXNLU_CUDA_GRAPHS=1 REXNLU_CUDA_GRAPHS=0 REXNLU_CUDA_16BIT_ACTIVATIONS=0 REXNLU_CUDA_ATTENTION=wmma \
-             REXNLU_CUDA_ATTENTION=fa REXNLU_CUDA_ATTENTION=fa REXNLU_CUDA_PDL=0 REXNLU_CUDA_GELU=erf; do
+             REXNLU_CUDA_ATTENTION=fa REXNLU_CUDA_ATTENTION=fa REXNLU_CUDA_PDL=0 REXNLU_CUDA_GELU=erf REXNLU_CUDA_GELU=tanh; do
       got=$(demo_eval $set $p $v)
       verdict=$(python3 -c 'import sys; a,b=float(sys.argv[1].split()[0] or "nan"),float(sys.argv[2].split()[0] or "nan"); print("ok" if abs(a-b)<=0.002 else "FAILED (more than 0.2 points)")' "${ref:-nan}" "${got:-nan}" 2>/dev/null || echo FAILED)
       echo "   $set $p $v: $got  $verdict"
