@@ -25,8 +25,10 @@ import tempfile
 from collections import defaultdict
 
 # Kernel name -> group; first match wins. cuBLASLt's kernels have many names (nvjet_*, sm90_xmma_*,
-# cutlass_*); everything GEMM-like is one group.
+# cutlass_*, its split-K reduction); everything of cuBLASLt is one group, checked first (a product with
+# the GELU epilogue is named *gelubias*).
 GROUPS = [
+    ("GEMM (cuBLASLt)", r"nvjet|xmma|cutlass|gemm|splitKreduce|cublas"),  # first: "gelubias" GEMMs too
     ("attention", r"attention_(fa|mma)?_?kernel|attention_kernel"),
     ("layer norm", r"layer_norm"),
     ("GELU", r"gelu"),
@@ -35,7 +37,6 @@ GROUPS = [
     ("embedding", r"embedding_kernel"),
     ("conv", r"conv1d"),
     ("zero rows / convert", r"zero_rows|convert_kernel"),
-    ("GEMM (cuBLASLt)", r"gemm|nvjet|xmma|cutlass|sm\d\d_|splitK|reduce"),
 ]
 
 
