@@ -79,6 +79,16 @@ CudaBackend::CudaBackend(int device_index, Precision precision)
       throw InputError("REXNLU_CUDA_ATTENTION=" + kernel + ": expected fa (the flash kernel where it applies, the default) or wmma");
     attention_kernel_ = kernel == "fa" ? TensorCoreKernel::kFlash : TensorCoreKernel::kWmma;
   }
+  if (const char* v = std::getenv("REXNLU_CUDA_FA_VARIANT"); v != nullptr && *v != 0) {
+    const std::string variant(v);
+    if (variant != "base" && variant != "gather" && variant != "paired")
+      throw InputError("REXNLU_CUDA_FA_VARIANT=" + variant +
+                       ": expected base (the default), gather (the batched c2p/p2c gather) or paired (that and the "
+                       "position tiles two at a time): code variants of the flash attention kernel, the same bits");
+    fa_variant_ = variant == "gather" ? FlashVariant::kBatchedGather
+                  : variant == "paired" ? FlashVariant::kPairedTiles
+                                        : FlashVariant::kBase;
+  }
   // REXNLU_CUDA_GELU (cuda_backend.h): unset = the epilogue at fp16 only, tanh = at bf16 too, erf = never.
   std::string gelu_choice;
   if (const char* g = std::getenv("REXNLU_CUDA_GELU"); g != nullptr && *g != 0) {
