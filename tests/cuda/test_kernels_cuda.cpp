@@ -733,8 +733,8 @@ TEST_F(Gpu, DisentangledAttentionFlashMatchesCpu) {
 }
 
 // The flash kernel's code variants (FlashVariant, ops.h: the batched c2p/p2c gather, the
-// position tiles two at a time) against the default kernel, bit for bit: they change the order
-// in which the loads and MMAs issue, never a sum. Both block shapes and the grid-size pick, the
+// position tiles two at a time, the next window fetched a chunk ahead) against the default
+// kernel, bit for bit: they change when loads, copies and MMAs issue, never a sum. Both block shapes and the grid-size pick, the
 // model's 12 heads x 64, L = 128 and 512 with 1, 8 and 32 sequences, contiguous, restarting
 // (segments, block-structured masks) and scattered positions, lengths that are not multiples of
 // 16 / 32 / 64; a fully masked row in each sequence (Batch); fp16 and bf16. Then the dispatch
@@ -759,8 +759,9 @@ TEST_F(Gpu, DisentangledAttentionFlashVariantsGiveTheSameBits) {
       {{17, 63, 65, 129, 191, 2}, Positions::kContiguous, "L17..191 contiguous"},
   };
   const int heads = 12, head_dim = 64, H = heads * head_dim, rel_rows = 512;
-  const kg::FlashVariant variants[] = {kg::FlashVariant::kBatchedGather, kg::FlashVariant::kPairedTiles};
-  const char* variant_names[] = {"gather", "paired"};
+  const kg::FlashVariant variants[] = {kg::FlashVariant::kBatchedGather, kg::FlashVariant::kPairedTiles,
+                                       kg::FlashVariant::kEarlyWindow};
+  const char* variant_names[] = {"gather", "paired", "early"};
   uint32_t seed = 40;
   for (const Case& c : cases) {
     const Batch batch(c.lengths, seed++, c.positions);
@@ -785,7 +786,7 @@ TEST_F(Gpu, DisentangledAttentionFlashVariantsGiveTheSameBits) {
         size_t written = 0;  // a base that left the poison everywhere would prove nothing
         for (float x : base) written += !std::isnan(x);
         ASSERT_EQ(written, base.size()) << label << ": the default kernel left NaN (poison) in its output";
-        for (int v = 0; v < 2; ++v) {
+        for (int v = 0; v < 3; ++v) {
           a.fa_variant = variants[v];
           dout.poison();
           kg::disentangled_attention_fa(a, nullptr, rows);
@@ -798,14 +799,14 @@ TEST_F(Gpu, DisentangledAttentionFlashVariantsGiveTheSameBits) {
                                 << (differ ? got[first] : 0.0f) << " vs " << (differ ? base[first] : 0.0f) << ")";
         }
         if (rows == 0) {  // the dispatch passes fa_variant on
-          a.fa_variant = kg::FlashVariant::kPairedTiles, a.tensor_cores = 1, a.tc_kernel = kg::TensorCoreKernel::kFlash;
+          a.fa_variant = kg::FlashVariant::kEarlyWindow, a.tensor_cores = 1, a.tc_kernel = kg::TensorCoreKernel::kFlash;
           dout.poison();
           kg::disentangled_attention(a, nullptr);
           EXPECT_EQ(std::memcmp(dout.floats(t).data(), base.data(), base.size() * 4), 0)
-              << label << ": disentangled_attention with fa_variant paired, other bits";
+              << label << ": disentangled_attention with fa_variant early, other bits";
         }
       }
-      std::printf("  %-44s %s: gather and paired = default, bit for bit (%d rows)\n", c.what, name(t), batch.rows);
+      std::printf("  %-44s %s: gather, paired and early = default, bit for bit (%d rows)\n", c.what, name(t), batch.rows);
     }
   }
 }

@@ -164,7 +164,8 @@ __device__ __forceinline__ float exp2_approx(float x) {  // 2^x; 2^-inf = +0
 
 __device__ __forceinline__ int clamp_rel(int x, int rel_rows) { return min(max(x, 0), rel_rows - 1); }
 
-// V: the FlashVariant (ops.h) as an int: 0 kBase, 1 kBatchedGather, 2 kPairedTiles (1 and more).
+// V: the FlashVariant (ops.h) as an int: 0 kBase, 1 kBatchedGather, 2 kPairedTiles (and 1),
+// 3 kEarlyWindow (and 2); the same bits every one.
 template <typename T, int D, int WQ, int V>
 __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a) {
   pdl_begin();
@@ -357,10 +358,31 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a)
     int ntmn[kKt], ntmx[kKt];
 #pragma unroll
     for (int t = 0; t < kKt; ++t) ntmn[t] = ctmn[t], ntmx[t] = ctmx[t];
+    // Chunk c+1's first window: the relative rows its keys and the block's rows index (<= kRw).
+    const auto next_window = [&](int& lo, int& hi) {
+      int nmn = ntmn[0], nmx = ntmx[0];
+#pragma unroll
+      for (int t = 1; t < kKt; ++t) nmn = min(nmn, ntmn[t]), nmx = max(nmx, ntmx[t]);
+      lo = clamp_rel(qmn - nmx + half, R), hi = min(clamp_rel(qmx - nmn + half, R), lo + kRw - 1);
+    };
+    bool window_fetched = false;  // chunk c+1's first window already enqueued (FlashVariant::kEarlyWindow)
     if (c + 1 < nc) {
       tile_ranges(c + 1, raw, ntmn, ntmx);
       if (c + 2 < nc) load_pos(c + 2, raw);
       fetch_chunk(c + 1, cur ^ 1);
+      if constexpr (V >= 3) {
+        // Early (kEarlyWindow): that window now, with chunk c+1's K and V, a whole chunk ahead of
+        // its use, where this chunk reads one window (all of [rlo, rhi], in the ring) and the two
+        // together span at most kRing rows: then every row it brings takes a slot no row of this
+        // chunk's window has, and every warp is past chunk c-1 (the barrier above). Else after
+        // the gather, as below.
+        int lo, hi;
+        next_window(lo, hi);
+        if (nsub == 1 && max(hi, rhi) - min(lo, rlo) + 1 <= kRing) {
+          fetch_window(lo, hi);
+          window_fetched = true;
+        }
+      }
       cp_commit();
     }
     uint32_t mk[2][kNt][2];
@@ -626,12 +648,10 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a)
     // barrier that follows every warp's last read of the ring in this chunk (WQ = 4: the one
     // before the last gather; WQ = 1: this one), so no copy ever writes a slot a warp may still
     // read (nor need the rows it overwrites be proved unused); chunk c+1 waits for it at its top.
-    if (c + 1 < nc) {
+    if (c + 1 < nc && !window_fetched) {
       if constexpr (kWK > 1) __syncthreads();
-      int nmn = ntmn[0], nmx = ntmx[0];
-#pragma unroll
-      for (int t = 1; t < kKt; ++t) nmn = min(nmn, ntmn[t]), nmx = max(nmx, ntmx[t]);
-      const int lo = clamp_rel(qmn - nmx + half, R), hi = min(clamp_rel(qmx - nmn + half, R), lo + kRw - 1);
+      int lo, hi;
+      next_window(lo, hi);
       fetch_window(lo, hi);
       cp_commit();
     }
@@ -755,6 +775,7 @@ void launch_shape(const AttentionArgs& a, cudaStream_t stream) {
   switch (a.fa_variant) {
     case FlashVariant::kBatchedGather: launch_with_smem(attention_fa_kernel<T, D, WQ, 1>, grid, kThreads, bytes, stream, what, a); break;
     case FlashVariant::kPairedTiles: launch_with_smem(attention_fa_kernel<T, D, WQ, 2>, grid, kThreads, bytes, stream, what, a); break;
+    case FlashVariant::kEarlyWindow: launch_with_smem(attention_fa_kernel<T, D, WQ, 3>, grid, kThreads, bytes, stream, what, a); break;
     default: launch_with_smem(attention_fa_kernel<T, D, WQ, 0>, grid, kThreads, bytes, stream, what, a); break;
   }
 }

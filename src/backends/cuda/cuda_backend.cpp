@@ -81,12 +81,14 @@ CudaBackend::CudaBackend(int device_index, Precision precision)
   }
   if (const char* v = std::getenv("REXNLU_CUDA_FA_VARIANT"); v != nullptr && *v != 0) {
     const std::string variant(v);
-    if (variant != "base" && variant != "gather" && variant != "paired")
+    if (variant != "base" && variant != "gather" && variant != "paired" && variant != "early")
       throw InputError("REXNLU_CUDA_FA_VARIANT=" + variant +
-                       ": expected base (the default), gather (the batched c2p/p2c gather) or paired (that and the "
-                       "position tiles two at a time): code variants of the flash attention kernel, the same bits");
-    fa_variant_ = variant == "gather" ? FlashVariant::kBatchedGather
+                       ": expected base (the default), gather (the batched c2p/p2c gather), paired (that and the "
+                       "position tiles two at a time) or early (that and the next window fetched a chunk ahead): "
+                       "code variants of the flash attention kernel, the same bits");
+    fa_variant_ = variant == "gather"   ? FlashVariant::kBatchedGather
                   : variant == "paired" ? FlashVariant::kPairedTiles
+                  : variant == "early"  ? FlashVariant::kEarlyWindow
                                         : FlashVariant::kBase;
   }
   // REXNLU_CUDA_GELU (cuda_backend.h): unset = the epilogue at fp16 only, tanh = at bf16 too, erf = never.
