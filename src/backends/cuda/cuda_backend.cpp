@@ -151,7 +151,11 @@ std::string CudaBackend::describe() const {
   // and head_dim 64, else WMMA; fp32 runs the CUDA-core kernel).
   const std::string attention = precision() == Precision::kFloat32 ? ""
                                 : attention_kernel_ == TensorCoreKernel::kFlash && !fp32_activations_
-                                    ? ", flash attention where it applies"
+                                    ? std::string(", flash attention where it applies") +
+                                          (fa_variant_ == FlashVariant::kBatchedGather ? " (variant gather)"
+                                           : fa_variant_ == FlashVariant::kPairedTiles ? " (variant paired)"
+                                           : fa_variant_ == FlashVariant::kEarlyWindow ? " (variant early)"
+                                                                                       : "")
                                     : ", WMMA attention";
   return "cuda:" + std::to_string(index_) + ", " + name_ + ", " + std::string(precision_name(precision())) +
          " weights, " + std::string(activations) + " activations, cuBLASLt" + attention +
