@@ -98,8 +98,9 @@ int main() {
 
   std::printf("| shape | type | qkv GEMM | attention (fused) | out GEMM+bias | LN+res | FFN up | GELU | FFN down | LN+res | "
               "layer sum | x12 layers | head GEMM (f32 out) | rotary | link scores | attention share | attention mma, 64 rows / 16 rows x 4 key groups | "
-              "attention fa, by grid / 64 rows / 16 rows | link scores, tile 16 / 32 / 64 | FFN up + GELU epilogue (tanh) |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+              "attention fa, by grid / 64 rows / 16 rows | attention fa by grid, variant gather / paired / early | link scores, tile 16 / 32 / 64 | "
+              "FFN up + GELU epilogue (tanh) |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (auto [L, B] : {std::pair{128, 1}, {128, 8}, {128, 32}, {512, 1}, {512, 8}}) {
     const int T = L * B;
     std::vector<int32_t> offsets{0}, pos;
@@ -197,6 +198,18 @@ int main() {
                   100.0 * us[1] / layer, mma1, mma4);
       if (fa_ok) std::printf(" %.1f / %.1f / %.1f |", fa0, fa64, fa16);
       else std::printf(" - |");
+      // The flash kernel's code variants (FlashVariant, ops.h; the same bits as the default, "fa, by grid").
+      if (fa_ok) {
+        kg::AttentionArgs ag = af, ap = af, ae = af;
+        ag.fa_variant = kg::FlashVariant::kBatchedGather, ap.fa_variant = kg::FlashVariant::kPairedTiles;
+        ae.fa_variant = kg::FlashVariant::kEarlyWindow;
+        const double gather = time_us(s, [&] { kg::disentangled_attention_fa(ag, s, 0); });
+        const double paired = time_us(s, [&] { kg::disentangled_attention_fa(ap, s, 0); });
+        const double early = time_us(s, [&] { kg::disentangled_attention_fa(ae, s, 0); });
+        std::printf(" %.1f / %.1f / %.1f |", gather, paired, early);
+      } else {
+        std::printf(" - |");
+      }
       // The link scores' configurations (link_head.cu; "link scores" above: the one picked by the grid).
       for (const int tile : {16, 32, 64}) {
         kg::LinkScoresArgs lt = ls;

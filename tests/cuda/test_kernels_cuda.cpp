@@ -732,6 +732,107 @@ TEST_F(Gpu, DisentangledAttentionFlashMatchesCpu) {
   }
 }
 
+// The flash kernel's code variants (FlashVariant, ops.h: the batched c2p/p2c gather, the
+// position tiles two at a time, the next window fetched a chunk ahead) against the default
+// kernel on one batch, bit for bit: they change when loads, copies and MMAs issue, never a sum.
+// Both block shapes and the grid-size pick; then the dispatch (disentangled_attention with
+// AttentionArgs::fa_variant, as CudaBackend passes it) gives the same bits too.
+void check_flash_variants(const Batch& batch, int heads, const std::string& what, uint32_t seed) {
+  const int head_dim = 64, H = heads * head_dim, rel_rows = 512;
+  const kg::FlashVariant variants[] = {kg::FlashVariant::kBatchedGather, kg::FlashVariant::kPairedTiles,
+                                       kg::FlashVariant::kEarlyWindow};
+  const char* variant_names[] = {"gather", "paired", "early"};
+  DeviceBatchBuffers db(batch);
+  for (DType t : {DType::kF16, DType::kBF16}) {
+    const auto qkv = random_vec(size_t(batch.rows) * 3 * H, seed++, -2.0f, 2.0f);
+    const auto rel = random_vec(size_t(rel_rows) * 2 * H, seed++, -2.0f, 2.0f);
+    auto dqkv = DeviceBuffer::from(qkv, t), drel = DeviceBuffer::from(rel, t);
+    DeviceBuffer dout(size_t(batch.rows) * H * dtype_size(t));
+    kg::AttentionArgs a;
+    a.type = t, a.compute = t, a.batch = db.view, a.num_heads = heads, a.head_dim = head_dim;
+    a.q = dqkv.get(), a.k = dqkv.get<char>() + H * dtype_size(t), a.v = dqkv.get<char>() + 2 * H * dtype_size(t);
+    a.ld_qkv = 3 * H, a.q_rel = drel.get(), a.k_rel = drel.get<char>() + H * dtype_size(t), a.ld_rel = 2 * H;
+    a.rel_rows = rel_rows, a.scale = std::sqrt(64.0f * 3.0f), a.out = dout.get(), a.ld_out = H;
+    ASSERT_TRUE(kg::attention_fa_supported(a)) << what;
+    for (int rows : {0, 64, 16}) {
+      const std::string label = what + " " + name(t) + " fa rows " + std::to_string(rows);
+      a.fa_variant = kg::FlashVariant::kBase;
+      dout.poison();
+      kg::disentangled_attention_fa(a, nullptr, rows);
+      const std::vector<float> base = dout.floats(t);
+      size_t written = 0;  // a default output left as poison would make every comparison vacuous
+      for (float x : base) written += !std::isnan(x);
+      EXPECT_EQ(written, base.size()) << label << ": the default kernel left NaN (poison) in its output";
+      for (int v = 0; v < 3; ++v) {
+        a.fa_variant = variants[v];
+        dout.poison();
+        kg::disentangled_attention_fa(a, nullptr, rows);
+        const std::vector<float> got = dout.floats(t);
+        size_t differ = 0, first = 0;
+        for (size_t i = 0; i < got.size(); ++i)
+          if (std::memcmp(&got[i], &base[i], 4) != 0 && differ++ == 0) first = i;
+        EXPECT_EQ(differ, 0u) << label << " variant " << variant_names[v] << ": " << differ << " of " << got.size()
+                              << " values differ from the default kernel's, first at " << first << " ("
+                              << (differ ? got[first] : 0.0f) << " vs " << (differ ? base[first] : 0.0f) << ")";
+      }
+      if (rows == 0) {  // the dispatch passes fa_variant on
+        kg::AttentionArgs d = a;
+        d.fa_variant = kg::FlashVariant::kEarlyWindow, d.tensor_cores = 1, d.tc_kernel = kg::TensorCoreKernel::kFlash;
+        dout.poison();
+        kg::disentangled_attention(d, nullptr);
+        EXPECT_EQ(std::memcmp(dout.floats(t).data(), base.data(), base.size() * 4), 0)
+            << label << ": disentangled_attention with fa_variant early, other bits";
+      }
+    }
+    std::printf("  %-44s %s: gather, paired, early = default, bit for bit (%d rows)\n", what.c_str(), name(t), batch.rows);
+  }
+}
+
+// Whether the flash kernel runs on this device at the model's head_dim (sm_80+ with its shared memory).
+bool flash_kernel_runs() {
+  kg::AttentionArgs a;
+  a.type = a.compute = DType::kF16, a.head_dim = 64;
+  return kg::attention_fa_supported(a);
+}
+
+// The variants at small shapes (also under compute-sanitizer racecheck: scripts/test_gpu_engine.sh
+// runs Gpu.DisentangledAttentionFlash* there): restarting (segments, block-structured masks),
+// contiguous and scattered positions (several windows per chunk, clamped indices), lengths that
+// are not multiples of 16 / 32 / 64, a fully masked row per sequence (Batch).
+TEST_F(Gpu, DisentangledAttentionFlashVariantsSameBitsSmall) {
+  if (!flash_kernel_runs()) GTEST_SKIP() << "the flash kernel does not run on this device (sm_80+ with its shared memory)";
+  check_flash_variants(Batch({130, 77, 1, 40}, 50), 2, "2x64 L=130,77,1,40 segments", 51);
+  check_flash_variants(Batch({200, 33}, 52, Positions::kContiguous), 2, "2x64 L=200,33 contiguous", 53);
+  check_flash_variants(Batch({97, 3, 250}, 54, Positions::kScattered), 2, "2x64 L=97,3,250 scattered", 55);
+}
+
+// The variants at the model's shapes (12 heads x 64; too large for racecheck, hence the name):
+// L = 128 and 512 with 1, 8 and 32 sequences, contiguous, restarting and scattered positions.
+TEST_F(Gpu, AttentionFlashVariantsSameBitsModelShapes) {
+  struct Case {
+    std::vector<int> lengths;
+    Positions positions;
+    const char* what;
+  };
+  const std::vector<Case> cases = {
+      {{128}, Positions::kContiguous, "L128 b1 contiguous"},
+      {std::vector<int>(8, 128), Positions::kContiguous, "L128 b8 contiguous"},
+      {std::vector<int>(32, 128), Positions::kContiguous, "L128 b32 contiguous"},
+      {std::vector<int>(32, 128), Positions::kSegments, "L128 b32 segments"},
+      {std::vector<int>(8, 128), Positions::kScattered, "L128 b8 scattered"},
+      {{512}, Positions::kContiguous, "L512 b1 contiguous"},
+      {std::vector<int>(8, 512), Positions::kContiguous, "L512 b8 contiguous"},
+      {{512, 300, 77, 1}, Positions::kScattered, "L512,300,77,1 scattered"},
+      {{17, 63, 65, 129, 191, 2}, Positions::kContiguous, "L17..191 contiguous"},
+  };
+  if (!flash_kernel_runs()) GTEST_SKIP() << "the flash kernel does not run on this device (sm_80+ with its shared memory)";
+  uint32_t seed = 60;
+  for (const Case& c : cases) {
+    check_flash_variants(Batch(c.lengths, seed, c.positions), 12, c.what, seed + 1);
+    seed += 2;
+  }
+}
+
 // The flash kernel at head_dim 16 (the tiny model's), run directly: not dispatched yet (see
 // attention_fa_supported); wrong on the H200 until the ptxas work-around (attention_fa.cu).
 TEST_F(Gpu, DisentangledAttentionFlashHeadDim16) {

@@ -164,7 +164,9 @@ __device__ __forceinline__ float exp2_approx(float x) {  // 2^x; 2^-inf = +0
 
 __device__ __forceinline__ int clamp_rel(int x, int rel_rows) { return min(max(x, 0), rel_rows - 1); }
 
-template <typename T, int D, int WQ>
+// V: the FlashVariant (ops.h) as an int: 0 kBase, 1 kBatchedGather, 2 kPairedTiles (and 1),
+// 3 kEarlyWindow (and 2); the same bits every one.
+template <typename T, int D, int WQ, int V>
 __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a) {
   pdl_begin();
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -356,10 +358,31 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a)
     int ntmn[kKt], ntmx[kKt];
 #pragma unroll
     for (int t = 0; t < kKt; ++t) ntmn[t] = ctmn[t], ntmx[t] = ctmx[t];
+    // Chunk c+1's first window: the relative rows its keys and the block's rows index (<= kRw).
+    const auto next_window = [&](int& lo, int& hi) {
+      int nmn = ntmn[0], nmx = ntmx[0];
+#pragma unroll
+      for (int t = 1; t < kKt; ++t) nmn = min(nmn, ntmn[t]), nmx = max(nmx, ntmx[t]);
+      lo = clamp_rel(qmn - nmx + half, R), hi = min(clamp_rel(qmx - nmn + half, R), lo + kRw - 1);
+    };
+    bool window_fetched = false;  // chunk c+1's first window already enqueued (FlashVariant::kEarlyWindow)
     if (c + 1 < nc) {
       tile_ranges(c + 1, raw, ntmn, ntmx);
       if (c + 2 < nc) load_pos(c + 2, raw);
       fetch_chunk(c + 1, cur ^ 1);
+      if constexpr (V >= 3) {
+        // Early (kEarlyWindow): that window now, with chunk c+1's K and V, a whole chunk ahead of
+        // its use, where this chunk reads one window (all of [rlo, rhi], in the ring) and the two
+        // together span at most kRing rows: then every row it brings takes a slot no row of this
+        // chunk's window has, and every warp is past chunk c-1 (the barrier above). Else after
+        // the gather, as below.
+        int lo, hi;
+        next_window(lo, hi);
+        if (nsub == 1 && max(hi, rhi) - min(lo, rlo) + 1 <= kRing) {
+          fetch_window(lo, hi);
+          window_fetched = true;
+        }
+      }
       cp_commit();
     }
     uint32_t mk[2][kNt][2];
@@ -410,30 +433,65 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a)
         const int r = r0 + 16 * tile + (lane & 7) + (lane >> 4) * 8;
         return static_cast<uint32_t>(((r % kRing) * kLdh + ((lane >> 3) & 1) * 8) * 2);
       };
+      // Window tile t's two n8 accumulators into rows [row, row + 16) of an fp32 buffer (as below).
+      const auto store_tile = [&](float* buf, int row, int t, const float (&acc)[2][4]) {
+#pragma unroll
+        for (int m = 0; m < 2; ++m) {
+          const int col = 16 * t + 8 * m + 2 * qd;
+          *reinterpret_cast<float2*>(buf + (row + g) * kLdf + col) = make_float2(acc[m][0], acc[m][1]);
+          *reinterpret_cast<float2*>(buf + (row + g + 8) * kLdf + col) = make_float2(acc[m][2], acc[m][3]);
+        }
+      };
       // C2P of the warp's rows: the window tiles its rows x keys index.
       const auto c2p_tiles = [&] {
         if (!warp_rows || wkmn > wkmx) return;
         const int lo = max(clamp_rel(wqmn - wkmx + half, R) - r0, 0);
         const int hi = min(clamp_rel(wqmx - wkmn + half, R) - r0, nr - 1);
         if (lo > hi) return;
+        if constexpr (V >= 2) {
+          // Paired (FlashVariant::kPairedTiles): two window tiles per step, their MMA chains
+          // interleaved; where the count is odd the last tile is computed twice, stored once.
+          const int tl = hi >> 4;
 #pragma unroll
-        for (int i = 0; i < kRw / 16; ++i) {  // window tiles [lo / 16, hi / 16] (hi < nr <= kRw)
-          const int t = (lo >> 4) + i;
-          if (t > hi >> 4) break;
-          float acc[2][4] = {};
-          const uint32_t addr = sbase + S::kr + ring_row(t);
+          for (int i = 0; i < kRw / 16; i += 2) {
+            const int t0 = (lo >> 4) + i;
+            if (t0 > tl) break;
+            const int t1 = min(t0 + 1, tl);
+            float acc[2][2][4] = {};
+            const uint32_t addr0 = sbase + S::kr + ring_row(t0), addr1 = sbase + S::kr + ring_row(t1);
 #pragma unroll
-          for (int kk = 0; kk < kKd; ++kk) {
-            uint32_t bb[4];
-            ldsm_x4(bb, addr + kk * 32);
-            mma<T>(acc[0], qf[kk], bb[0], bb[1]);
-            mma<T>(acc[1], qf[kk], bb[2], bb[3]);
+            for (int kk = 0; kk < kKd; ++kk) {
+              uint32_t b0[4], b1[4];
+              ldsm_x4(b0, addr0 + kk * 32);
+              ldsm_x4(b1, addr1 + kk * 32);
+              mma<T>(acc[0][0], qf[kk], b0[0], b0[1]);
+              mma<T>(acc[0][1], qf[kk], b0[2], b0[3]);
+              mma<T>(acc[1][0], qf[kk], b1[0], b1[1]);
+              mma<T>(acc[1][1], qf[kk], b1[2], b1[3]);
+            }
+            store_tile(c2p, 0, t0, acc[0]);
+            if (t0 < tl) store_tile(c2p, 0, t1, acc[1]);
           }
+        } else {
 #pragma unroll
-          for (int m = 0; m < 2; ++m) {
-            const int col = 16 * t + 8 * m + 2 * qd;
-            *reinterpret_cast<float2*>(c2p + g * kLdf + col) = make_float2(acc[m][0], acc[m][1]);
-            *reinterpret_cast<float2*>(c2p + (g + 8) * kLdf + col) = make_float2(acc[m][2], acc[m][3]);
+          for (int i = 0; i < kRw / 16; ++i) {  // window tiles [lo / 16, hi / 16] (hi < nr <= kRw)
+            const int t = (lo >> 4) + i;
+            if (t > hi >> 4) break;
+            float acc[2][4] = {};
+            const uint32_t addr = sbase + S::kr + ring_row(t);
+#pragma unroll
+            for (int kk = 0; kk < kKd; ++kk) {
+              uint32_t bb[4];
+              ldsm_x4(bb, addr + kk * 32);
+              mma<T>(acc[0], qf[kk], bb[0], bb[1]);
+              mma<T>(acc[1], qf[kk], bb[2], bb[3]);
+            }
+#pragma unroll
+            for (int m = 0; m < 2; ++m) {
+              const int col = 16 * t + 8 * m + 2 * qd;
+              *reinterpret_cast<float2*>(c2p + g * kLdf + col) = make_float2(acc[m][0], acc[m][1]);
+              *reinterpret_cast<float2*>(c2p + (g + 8) * kLdf + col) = make_float2(acc[m][2], acc[m][3]);
+            }
           }
         }
       };
@@ -454,51 +512,122 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a)
         // At most kRw / 16 window tiles per key tile (see c2p_tiles): WQ = 1 a warp has its own
         // key tile's, WQ = 4 the block's kKt tiles' are dealt round the warps.
         constexpr int kWarpItems = kWK > 1 ? kRw / 16 : (kKt * (kRw / 16) + kWarps - 1) / kWarps;
+        if constexpr (V >= 2) {
+          // Paired as the C2P tiles: the warp's items two at a time (the last one twice, stored once).
+          const auto decode = [&](int it, int& kt, int& t) {  // item -> (key tile, window tile), as below
+            kt = 0, t = it;
+            int base = 0;
 #pragma unroll
-        for (int i = 0; i < kWarpItems; ++i) {
-          const int it = kWK > 1 ? i : warp + kWarps * i;
-          if (it >= items) break;
-          // item it -> (key tile kt, window tile t): tiles in order, tn[u] items each
-          int kt = 0, t = it, base = 0;
+            for (int u = 0; u + 1 < kKt; ++u)
+              if (kt == u && t >= tn[u]) t -= tn[u], kt = u + 1;
 #pragma unroll
-          for (int u = 0; u + 1 < kKt; ++u)
-            if (kt == u && t >= tn[u]) t -= tn[u], kt = u + 1;
+            for (int u = 0; u < kKt; ++u)
+              if (u == kt) base = tlo[u];
+            t += base;
+          };
 #pragma unroll
-          for (int u = 0; u < kKt; ++u)
-            if (u == kt) base = tlo[u];
-          t += base;
-          float acc[2][4] = {};
-          const uint32_t ka = kbuf + ((16 * kt + (lane & 15)) * kLdh + (lane >> 4) * 8) * 2;
-          const uint32_t addr = sbase + S::qr + ring_row(t);
+          for (int i = 0; i < kWarpItems; i += 2) {
+            const int it0 = kWK > 1 ? i : warp + kWarps * i;
+            if (it0 >= items) break;
+            const int next = kWK > 1 ? i + 1 : warp + kWarps * (i + 1);
+            const bool two = i + 1 < kWarpItems && next < items;
+            int kt0, t0, kt1, t1;
+            decode(it0, kt0, t0);
+            decode(two ? next : it0, kt1, t1);
+            float acc[2][2][4] = {};
+            const uint32_t ka0 = kbuf + ((16 * kt0 + (lane & 15)) * kLdh + (lane >> 4) * 8) * 2;
+            const uint32_t ka1 = kbuf + ((16 * kt1 + (lane & 15)) * kLdh + (lane >> 4) * 8) * 2;
+            const uint32_t addr0 = sbase + S::qr + ring_row(t0), addr1 = sbase + S::qr + ring_row(t1);
 #pragma unroll
-          for (int kk = 0; kk < kKd; ++kk) {
-            uint32_t af[4], bb[4];
-            ldsm_x4(af, ka + kk * 32);
-            ldsm_x4(bb, addr + kk * 32);
-            mma<T>(acc[0], af, bb[0], bb[1]);
-            mma<T>(acc[1], af, bb[2], bb[3]);
+            for (int kk = 0; kk < kKd; ++kk) {
+              uint32_t af0[4], b0[4], af1[4], b1[4];
+              ldsm_x4(af0, ka0 + kk * 32);
+              ldsm_x4(b0, addr0 + kk * 32);
+              ldsm_x4(af1, ka1 + kk * 32);
+              ldsm_x4(b1, addr1 + kk * 32);
+              mma<T>(acc[0][0], af0, b0[0], b0[1]);
+              mma<T>(acc[0][1], af0, b0[2], b0[3]);
+              mma<T>(acc[1][0], af1, b1[0], b1[1]);
+              mma<T>(acc[1][1], af1, b1[2], b1[3]);
+            }
+            store_tile(p2c, 16 * kt0, t0, acc[0]);
+            if (two) store_tile(p2c, 16 * kt1, t1, acc[1]);
           }
+        } else {
 #pragma unroll
-          for (int m = 0; m < 2; ++m) {
-            const int col = 16 * t + 8 * m + 2 * qd;
-            *reinterpret_cast<float2*>(p2c + (16 * kt + g) * kLdf + col) = make_float2(acc[m][0], acc[m][1]);
-            *reinterpret_cast<float2*>(p2c + (16 * kt + g + 8) * kLdf + col) = make_float2(acc[m][2], acc[m][3]);
+          for (int i = 0; i < kWarpItems; ++i) {
+            const int it = kWK > 1 ? i : warp + kWarps * i;
+            if (it >= items) break;
+            // item it -> (key tile kt, window tile t): tiles in order, tn[u] items each
+            int kt = 0, t = it, base = 0;
+#pragma unroll
+            for (int u = 0; u + 1 < kKt; ++u)
+              if (kt == u && t >= tn[u]) t -= tn[u], kt = u + 1;
+#pragma unroll
+            for (int u = 0; u < kKt; ++u)
+              if (u == kt) base = tlo[u];
+            t += base;
+            float acc[2][4] = {};
+            const uint32_t ka = kbuf + ((16 * kt + (lane & 15)) * kLdh + (lane >> 4) * 8) * 2;
+            const uint32_t addr = sbase + S::qr + ring_row(t);
+#pragma unroll
+            for (int kk = 0; kk < kKd; ++kk) {
+              uint32_t af[4], bb[4];
+              ldsm_x4(af, ka + kk * 32);
+              ldsm_x4(bb, addr + kk * 32);
+              mma<T>(acc[0], af, bb[0], bb[1]);
+              mma<T>(acc[1], af, bb[2], bb[3]);
+            }
+#pragma unroll
+            for (int m = 0; m < 2; ++m) {
+              const int col = 16 * t + 8 * m + 2 * qd;
+              *reinterpret_cast<float2*>(p2c + (16 * kt + g) * kLdf + col) = make_float2(acc[m][0], acc[m][1]);
+              *reinterpret_cast<float2*>(p2c + (16 * kt + g + 8) * kLdf + col) = make_float2(acc[m][2], acc[m][3]);
+            }
           }
         }
       };
       // Gather: each accumulator element adds its terms (pairs that index this window).
       const auto gather = [&](bool add_c2p, bool add_p2c) {
+        if constexpr (V >= 1) {
+          // Batched (FlashVariant::kBatchedGather and up): every load first, from an index inside the
+          // window (0 where the pair's index is outside it: a value read and dropped), then the
+          // adds where the index is inside; the same sums as below in the same order, but the
+          // 2 x 16 loads issue back to back instead of one guarded load-and-add at a time.
+          float t[2][kNt][2];
+          bool in[2][kNt][2];
 #pragma unroll
-        for (int rr = 0; rr < 2; ++rr)
+          for (int rr = 0; rr < 2; ++rr)
 #pragma unroll
-          for (int n = 0; n < kNt; ++n)
+            for (int n = 0; n < kNt; ++n)
 #pragma unroll
-            for (int e = 0; e < 2; ++e) {
-              const int idx = clamp_rel(pq[rr] - pk[n][e] + half, R) - r0;
-              const int jl = kw * kKW + 8 * n + 2 * qd + e;
-              if (static_cast<unsigned>(idx) < static_cast<unsigned>(nr))
-                s[n][2 * rr + e] += (add_c2p ? c2p[(g + 8 * rr) * kLdf + idx] : 0.0f) + (add_p2c ? p2c[jl * kLdf + idx] : 0.0f);
-            }
+              for (int e = 0; e < 2; ++e) {
+                const int idx = clamp_rel(pq[rr] - pk[n][e] + half, R) - r0;
+                const int jl = kw * kKW + 8 * n + 2 * qd + e;
+                in[rr][n][e] = static_cast<unsigned>(idx) < static_cast<unsigned>(nr);
+                const int at = in[rr][n][e] ? idx : 0;
+                t[rr][n][e] = (add_c2p ? c2p[(g + 8 * rr) * kLdf + at] : 0.0f) + (add_p2c ? p2c[jl * kLdf + at] : 0.0f);
+              }
+#pragma unroll
+          for (int rr = 0; rr < 2; ++rr)
+#pragma unroll
+            for (int n = 0; n < kNt; ++n)
+#pragma unroll
+              for (int e = 0; e < 2; ++e)
+                if (in[rr][n][e]) s[n][2 * rr + e] += t[rr][n][e];
+        } else {
+#pragma unroll
+          for (int rr = 0; rr < 2; ++rr)
+#pragma unroll
+            for (int n = 0; n < kNt; ++n)
+#pragma unroll
+              for (int e = 0; e < 2; ++e) {
+                const int idx = clamp_rel(pq[rr] - pk[n][e] + half, R) - r0;
+                const int jl = kw * kKW + 8 * n + 2 * qd + e;
+                if (static_cast<unsigned>(idx) < static_cast<unsigned>(nr))
+                  s[n][2 * rr + e] += (add_c2p ? c2p[(g + 8 * rr) * kLdf + idx] : 0.0f) + (add_p2c ? p2c[jl * kLdf + idx] : 0.0f);
+              }
+        }
       };
       if constexpr (kWK == 1) {
         c2p_tiles();
@@ -519,12 +648,10 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a)
     // barrier that follows every warp's last read of the ring in this chunk (WQ = 4: the one
     // before the last gather; WQ = 1: this one), so no copy ever writes a slot a warp may still
     // read (nor need the rows it overwrites be proved unused); chunk c+1 waits for it at its top.
-    if (c + 1 < nc) {
+    if (c + 1 < nc && !window_fetched) {
       if constexpr (kWK > 1) __syncthreads();
-      int nmn = ntmn[0], nmx = ntmx[0];
-#pragma unroll
-      for (int t = 1; t < kKt; ++t) nmn = min(nmn, ntmn[t]), nmx = max(nmx, ntmx[t]);
-      const int lo = clamp_rel(qmn - nmx + half, R), hi = min(clamp_rel(qmx - nmn + half, R), lo + kRw - 1);
+      int lo, hi;
+      next_window(lo, hi);
       fetch_window(lo, hi);
       cp_commit();
     }
@@ -643,8 +770,14 @@ template <typename T, int D, int WQ>
 void launch_shape(const AttentionArgs& a, cudaStream_t stream) {
   constexpr int kBq = Shape<D, WQ>::kBq;
   const dim3 grid((a.batch.max_length + kBq - 1) / kBq, a.num_heads, a.batch.num_sequences);
-  launch_with_smem(attention_fa_kernel<T, D, WQ>, grid, kThreads, Shape<D, WQ>::bytes, stream,
-                   "cuda::disentangled_attention (fa)", a);
+  constexpr const char* what = "cuda::disentangled_attention (fa)";
+  constexpr int bytes = Shape<D, WQ>::bytes;
+  switch (a.fa_variant) {
+    case FlashVariant::kBatchedGather: launch_with_smem(attention_fa_kernel<T, D, WQ, 1>, grid, kThreads, bytes, stream, what, a); break;
+    case FlashVariant::kPairedTiles: launch_with_smem(attention_fa_kernel<T, D, WQ, 2>, grid, kThreads, bytes, stream, what, a); break;
+    case FlashVariant::kEarlyWindow: launch_with_smem(attention_fa_kernel<T, D, WQ, 3>, grid, kThreads, bytes, stream, what, a); break;
+    default: launch_with_smem(attention_fa_kernel<T, D, WQ, 0>, grid, kThreads, bytes, stream, what, a); break;
+  }
 }
 
 template <typename T>

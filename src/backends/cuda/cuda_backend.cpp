@@ -79,6 +79,18 @@ CudaBackend::CudaBackend(int device_index, Precision precision)
       throw InputError("REXNLU_CUDA_ATTENTION=" + kernel + ": expected fa (the flash kernel where it applies, the default) or wmma");
     attention_kernel_ = kernel == "fa" ? TensorCoreKernel::kFlash : TensorCoreKernel::kWmma;
   }
+  if (const char* v = std::getenv("REXNLU_CUDA_FA_VARIANT"); v != nullptr && *v != 0) {
+    const std::string variant(v);
+    if (variant != "base" && variant != "gather" && variant != "paired" && variant != "early")
+      throw InputError("REXNLU_CUDA_FA_VARIANT=" + variant +
+                       ": expected base (the default), gather (the batched c2p/p2c gather), paired (that and the "
+                       "position tiles two at a time) or early (that and the next window fetched a chunk ahead): "
+                       "code variants of the flash attention kernel, the same bits");
+    fa_variant_ = variant == "gather"   ? FlashVariant::kBatchedGather
+                  : variant == "paired" ? FlashVariant::kPairedTiles
+                  : variant == "early"  ? FlashVariant::kEarlyWindow
+                                        : FlashVariant::kBase;
+  }
   // REXNLU_CUDA_GELU (cuda_backend.h): unset = the epilogue at fp16 only, tanh = at bf16 too, erf = never.
   std::string gelu_choice;
   if (const char* g = std::getenv("REXNLU_CUDA_GELU"); g != nullptr && *g != 0) {
@@ -139,7 +151,11 @@ std::string CudaBackend::describe() const {
   // and head_dim 64, else WMMA; fp32 runs the CUDA-core kernel).
   const std::string attention = precision() == Precision::kFloat32 ? ""
                                 : attention_kernel_ == TensorCoreKernel::kFlash && !fp32_activations_
-                                    ? ", flash attention where it applies"
+                                    ? std::string(", flash attention where it applies") +
+                                          (fa_variant_ == FlashVariant::kBatchedGather ? " (variant gather)"
+                                           : fa_variant_ == FlashVariant::kPairedTiles ? " (variant paired)"
+                                           : fa_variant_ == FlashVariant::kEarlyWindow ? " (variant early)"
+                                                                                       : "")
                                     : ", WMMA attention";
   return "cuda:" + std::to_string(index_) + ", " + name_ + ", " + std::string(precision_name(precision())) +
          " weights, " + std::string(activations) + " activations, cuBLASLt" + attention +

@@ -55,6 +55,14 @@ void conv1d_k3_combine(DType taps_type, DType y_type, const void* taps, const De
 // kernel on the H200; docs/parity.md, session 10, on its correctness); kWmma = always the WMMA
 // kernel (attention_mma.cu). CudaBackend: REXNLU_CUDA_ATTENTION=fa|wmma.
 enum class TensorCoreKernel { kFlash, kWmma };
+// The flash kernel's code variant (AttentionArgs::fa_variant), the same bits every way
+// (docs/attention_fa_notes.md): kBase = the default; kBatchedGather = the c2p/p2c gather issues
+// all its shared-memory loads before any add instead of one guarded load-and-add per element;
+// kPairedTiles = that, and the C2P / P2C tiles computed two at a time (interleaved MMA chains);
+// kEarlyWindow = that, and the next chunk's relative rows fetched with its K and V (a chunk
+// ahead) wherever the ring has room for both windows (contiguous positions).
+// CudaBackend: REXNLU_CUDA_FA_VARIANT=base|gather|paired|early.
+enum class FlashVariant { kBase, kBatchedGather, kPairedTiles, kEarlyWindow };
 struct AttentionArgs {
   DType type = DType::kF32;  // of q, k, v, q_rel, k_rel, out
   // Arithmetic of the products. F32: CUDA cores, any storage type. F16 / BF16: tensor cores
@@ -68,6 +76,7 @@ struct AttentionArgs {
   // is supported, 0 never (CudaBackend: REXNLU_CUDA_MMA_ATTENTION).
   int tensor_cores = -1;
   TensorCoreKernel tc_kernel = TensorCoreKernel::kFlash;
+  FlashVariant fa_variant = FlashVariant::kBase;
   DeviceBatch batch;
   int num_heads = 0;
   int head_dim = 0;  // 16, 32, 64 or 128

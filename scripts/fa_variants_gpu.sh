@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The flash attention kernel's code variants on a GPU machine (REXNLU_CUDA_FA_VARIANT,
+# docs/attention_fa_notes.md): builds the standalone kernel project (scripts/test_gpu.sh:
+# test_kernels_cuda and bench_kernels_cuda only) with GoogleTest from the prepared sysroot, then
+#   1. the flash kernel's tests: against the CPU, and every variant bit for bit against the default
+#      (Gpu.DisentangledAttentionFlash*, Gpu.AttentionFlashVariants*);
+#   2. compute-sanitizer racecheck of the small variants test, where the toolkit has it;
+#   3. the kernel benchmark: its column "attention fa by grid, variant gather / paired / early"
+#      against "attention fa, by grid" (the default), microseconds per layer.
+#   SYSROOT_TAR=.device/sysroot.tar.xz scripts/fa_variants_gpu.sh     (SYSROOT=/tmp/sr, BUILD_DIR=/tmp/bfa)
+# Through the device tool: carry [".device/sysroot.tar.xz"].
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+sr=${SYSROOT:-/tmp/sr}
+dir=${BUILD_DIR:-/tmp/bfa}
+if [ -n "${SYSROOT_TAR:-}" ]; then mkdir -p "$sr" && tar xJf "$SYSROOT_TAR" -C "$sr"; fi
+fails=0
+start=$(date +%s)
+BUILD_DIR="$dir" GTEST_DIR="$sr" bash "$root/scripts/test_gpu.sh" \
+  --gtest_filter='Gpu.DisentangledAttentionFlash*:Gpu.AttentionFlashVariants*' || fails=$((fails + 1))
+echo "== build and tests took $(($(date +%s) - start)) s"
+cs=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -n 1)
+if [ -n "$cs" ]; then
+  timeout 150 "$cs" --tool racecheck --error-exitcode 1 "$dir/tests/test_kernels_cuda" \
+    --gtest_filter='Gpu.DisentangledAttentionFlashVariantsSameBitsSmall' 2>&1 | tail -n 4
+  test "${PIPESTATUS[0]}" = 0 || fails=$((fails + 1))
+else
+  echo "== racecheck: skipped (no compute-sanitizer)"
+fi
+"$dir/tests/bench_kernels_cuda" || fails=$((fails + 1))
+echo "== $fails failed step(s), $(($(date +%s) - start)) s"
+exit $((fails > 0))
