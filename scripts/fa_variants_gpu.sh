@@ -3,10 +3,13 @@
 # docs/attention_fa_notes.md): builds the standalone kernel project (scripts/test_gpu.sh:
 # test_kernels_cuda and bench_kernels_cuda only) with GoogleTest from the prepared sysroot, then
 #   1. the flash kernel's tests: against the CPU, and every variant bit for bit against the default
-#      (Gpu.DisentangledAttentionFlash*, Gpu.AttentionFlashVariants*);
-#   2. compute-sanitizer racecheck of the small variants test, where the toolkit has it;
-#   3. the kernel benchmark: its column "attention fa by grid, variant gather / paired / early"
-#      against "attention fa, by grid" (the default), microseconds per layer.
+#      (Gpu.DisentangledAttentionFlash*, Gpu.AttentionFlashVariants*), the key split (variant
+#      split: other bits) against the CPU and within tolerance of the default
+#      (Gpu.DisentangledAttentionFlashSplitSmall, Gpu.AttentionFlashVariantsSplitModelShapes);
+#   2. compute-sanitizer racecheck of the small variants test and of the small split test, where
+#      the toolkit has it;
+#   3. the kernel benchmark: its columns "attention fa by grid, variant gather / paired / early"
+#      and "variant split (parts)" against "attention fa, by grid" (the default), microseconds per layer.
 #   SYSROOT_TAR=.device/sysroot.tar.xz scripts/fa_variants_gpu.sh     (SYSROOT=/tmp/sr, BUILD_DIR=/tmp/bfa)
 # Through the device tool: carry [".device/sysroot.tar.xz"].
 set -uo pipefail
@@ -23,6 +26,9 @@ cs=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2
 if [ -n "$cs" ]; then
   timeout 150 "$cs" --tool racecheck --error-exitcode 1 "$dir/tests/test_kernels_cuda" \
     --gtest_filter='Gpu.DisentangledAttentionFlashVariantsSameBitsSmall' 2>&1 | tail -n 4
+  test "${PIPESTATUS[0]}" = 0 || fails=$((fails + 1))
+  timeout 120 "$cs" --tool racecheck --error-exitcode 1 "$dir/tests/test_kernels_cuda" \
+    --gtest_filter='Gpu.DisentangledAttentionFlashSplitSmall' 2>&1 | tail -n 4
   test "${PIPESTATUS[0]}" = 0 || fails=$((fails + 1))
 else
   echo "== racecheck: skipped (no compute-sanitizer)"
