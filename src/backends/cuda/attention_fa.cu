@@ -27,7 +27,7 @@
 // and the WMMA kernel do). Masked entries are excluded by selection (never arithmetic on -inf),
 // padded keys read zero-filled K/V rows, and a row with no kept key is all zeros.
 // Key split (FlashVariant::kKeySplit, V = 4, opt-in; it includes V = 1..3): where the grid is
-// below one block per SM (attention_fa_split_parts), each row block's chunks are dealt to `parts`
+// below one block per SM (split_parts_by_grid), each row block's chunks are dealt to `parts`
 // blocks (grid z = sequences x parts), each writing its unnormalised O (fp32), base-2 row max and
 // row sum to the caller's workspace (AttentionArgs::fa_workspace) instead of the output; a second
 // kernel merges the parts per row (out = sum_p 2^(m_p - M) O_p / sum_p 2^(m_p - M) l_p, zeros
