@@ -9,7 +9,7 @@
 #   2. compute-sanitizer racecheck of the small variants test and of the small split test, where
 #      the toolkit has it;
 #   3. the kernel benchmark: its columns "attention fa by grid, variant gather / paired / early"
-#      and "variant split (parts)" against "attention fa, by grid" (the default), microseconds per layer.
+#      and "variant split: by grid / 64 rows x 2 / x 4 parts" against "attention fa, by grid" (the default), microseconds per layer.
 #   SYSROOT_TAR=.device/sysroot.tar.xz scripts/fa_variants_gpu.sh     (SYSROOT=/tmp/sr, BUILD_DIR=/tmp/bfa)
 # Through the device tool: carry [".device/sysroot.tar.xz"].
 set -uo pipefail
