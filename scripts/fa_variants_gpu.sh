@@ -3,10 +3,13 @@
 # docs/attention_fa_notes.md): builds the standalone kernel project (scripts/test_gpu.sh:
 # test_kernels_cuda and bench_kernels_cuda only) with GoogleTest from the prepared sysroot, then
 #   1. the flash kernel's tests: against the CPU, and every variant bit for bit against the default
-#      (Gpu.DisentangledAttentionFlash*, Gpu.AttentionFlashVariants*);
-#   2. compute-sanitizer racecheck of the small variants test, where the toolkit has it;
-#   3. the kernel benchmark: its column "attention fa by grid, variant gather / paired / early"
-#      against "attention fa, by grid" (the default), microseconds per layer.
+#      (Gpu.DisentangledAttentionFlash*, Gpu.AttentionFlashVariants*), the key split (variant
+#      split: other bits) against the CPU and within tolerance of the default
+#      (Gpu.DisentangledAttentionFlashSplitSmall, Gpu.AttentionFlashVariantsSplitModelShapes);
+#   2. compute-sanitizer racecheck of the small variants test and of the small split test, where
+#      the toolkit has it;
+#   3. the kernel benchmark: its columns "attention fa by grid, variant gather / paired / early"
+#      and "variant split: by grid / 64 rows x 2 / x 4 parts" against "attention fa, by grid" (the default), microseconds per layer.
 #   SYSROOT_TAR=.device/sysroot.tar.xz scripts/fa_variants_gpu.sh     (SYSROOT=/tmp/sr, BUILD_DIR=/tmp/bfa)
 # Through the device tool: carry [".device/sysroot.tar.xz"].
 set -uo pipefail
@@ -21,9 +24,15 @@ BUILD_DIR="$dir" GTEST_DIR="$sr" bash "$root/scripts/test_gpu.sh" \
 echo "== build and tests took $(($(date +%s) - start)) s"
 cs=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -n 1)
 if [ -n "$cs" ]; then
-  timeout 150 "$cs" --tool racecheck --error-exitcode 1 "$dir/tests/test_kernels_cuda" \
-    --gtest_filter='Gpu.DisentangledAttentionFlashVariantsSameBitsSmall' 2>&1 | tail -n 4
-  test "${PIPESTATUS[0]}" = 0 || fails=$((fails + 1))
+  racecheck() {  # seconds, test filter; a timeout is reported as such (not a race)
+    timeout "$1" "$cs" --tool racecheck --error-exitcode 1 "$dir/tests/test_kernels_cuda" \
+      --gtest_filter="$2" 2>&1 | tail -n 4
+    local rc=${PIPESTATUS[0]}
+    if [ "$rc" = 124 ]; then echo "== racecheck $2: timed out after $1 s (no verdict)"; fi
+    test "$rc" = 0 || fails=$((fails + 1))
+  }
+  racecheck 150 'Gpu.DisentangledAttentionFlashVariantsSameBitsSmall'
+  racecheck 100 'Gpu.DisentangledAttentionFlashSplitSmall'
 else
   echo "== racecheck: skipped (no compute-sanitizer)"
 fi

@@ -1,6 +1,7 @@
 #include "ops/attention.h"
 
 #include <algorithm>
+#include <cstddef>
 
 #include "backends/cpu/disentangled_attention.h"
 #include "ops/check.h"
@@ -34,9 +35,11 @@ void check_rows(const char* op, const DisentangledAttention& a, const backends::
 }
 
 #if REXNLU_HAVE_CUDA
-// The CUDA kernel's arguments for the sequences of `batch` (checked by check_rows and the mask checks).
+// The CUDA kernel's arguments for the sequences of `batch` (checked by check_rows and the mask checks),
+// with the flash kernel's key-split scratch (REXNLU_CUDA_FA_VARIANT=split) from `ws`: call inside a
+// Workspace::Frame.
 backends::cuda::AttentionArgs cuda_args(const DisentangledAttention& a, const backends::cuda::DeviceBatch& batch,
-                                        const backends::cuda::CudaBackend& cb) {
+                                        const backends::cuda::CudaBackend& cb, Workspace& ws) {
   backends::cuda::AttentionArgs c;
   c.type = a.q.dtype;
   c.compute = cb.compute_type();
@@ -57,6 +60,10 @@ backends::cuda::AttentionArgs cuda_args(const DisentangledAttention& a, const ba
   c.scale = a.scale;
   c.out = a.out.data;
   c.ld_out = to_int(a.out.ld());
+  if (const size_t bytes = backends::cuda::attention_fa_workspace_bytes(c); bytes > 0) {
+    c.fa_workspace = ws.alloc<std::byte>(bytes);
+    c.fa_workspace_bytes = bytes;
+  }
   return c;
 }
 #endif
@@ -98,7 +105,7 @@ void disentangled_attention(backends::Backend& be, const DisentangledAttention& 
       auto& cb = backends::cuda::CudaBackend::of(be);
       const Workspace::Frame frame(be.workspace());
       const backends::cuda::DeviceBatch one = cb.one_sequence(to_int(L), a.position_ids.i32(), a.mask.u8());
-      const backends::cuda::AttentionArgs args = cuda_args(a, one, cb);
+      const backends::cuda::AttentionArgs args = cuda_args(a, one, cb, be.workspace());
       backends::cuda::disentangled_attention(args, cb.stream());
       if (cuda_verify::enabled()) cuda_verify::attention(args, cb.stream());
       return;
@@ -119,7 +126,8 @@ void disentangled_attention(backends::Backend& be, const DisentangledAttention& 
     // Every sequence in ONE launch (pack_sequences checked the masks and put the tables on the device).
     check_rows(op, a, be);
     auto& cb = backends::cuda::CudaBackend::of(be);
-    const backends::cuda::AttentionArgs args = cuda_args(a, device_batch(seqs, a.position_ids.i32()), cb);
+    const Workspace::Frame frame(be.workspace());  // the key split's scratch (cuda_args)
+    const backends::cuda::AttentionArgs args = cuda_args(a, device_batch(seqs, a.position_ids.i32()), cb, be.workspace());
     backends::cuda::disentangled_attention(args, cb.stream());
     if (cuda_verify::enabled()) cuda_verify::attention(args, cb.stream());
     return;

@@ -98,9 +98,10 @@ int main() {
 
   std::printf("| shape | type | qkv GEMM | attention (fused) | out GEMM+bias | LN+res | FFN up | GELU | FFN down | LN+res | "
               "layer sum | x12 layers | head GEMM (f32 out) | rotary | link scores | attention share | attention mma, 64 rows / 16 rows x 4 key groups | "
-              "attention fa, by grid / 64 rows / 16 rows | attention fa by grid, variant gather / paired / early | link scores, tile 16 / 32 / 64 | "
+              "attention fa, by grid / 64 rows / 16 rows | attention fa by grid, variant gather / paired / early | "
+              "attention fa variant split: by grid (rows, parts; 1 part = early) / 64 rows x 2 parts / 64 rows x 4 parts | link scores, tile 16 / 32 / 64 | "
               "FFN up + GELU epilogue (tanh) |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (auto [L, B] : {std::pair{128, 1}, {128, 8}, {128, 32}, {512, 1}, {512, 8}}) {
     const int T = L * B;
     std::vector<int32_t> offsets{0}, pos;
@@ -207,6 +208,27 @@ int main() {
         const double paired = time_us(s, [&] { kg::disentangled_attention_fa(ap, s, 0); });
         const double early = time_us(s, [&] { kg::disentangled_attention_fa(ae, s, 0); });
         std::printf(" %.1f / %.1f / %.1f |", gather, paired, early);
+      } else {
+        std::printf(" - |");
+      }
+      // The key split (FlashVariant::kKeySplit: other bits), its parts as the grid picks them, with
+      // its own workspace (the dispatch takes it from the backend's Workspace).
+      if (fa_ok) {
+        kg::AttentionArgs as = af;
+        as.fa_variant = kg::FlashVariant::kKeySplit;
+        const size_t bytes = kg::attention_fa_workspace_bytes(as);
+        const size_t most = std::max(bytes, kg::attention_fa_workspace_bytes(as, 64, 4));  // the forced parts below
+        void* split_ws = nullptr;
+        kg::check(cudaMalloc(&split_ws, most), "split workspace");
+        as.fa_workspace = split_ws, as.fa_workspace_bytes = most;
+        const int rows = kg::attention_grid_is_small(as, kg::device_limits("bench_kernels_cuda").sms) ? 16 : 64;
+        const size_t per_part = size_t(T) * heads * (hd + 2) * sizeof(float);
+        const double split = time_us(s, [&] { kg::disentangled_attention_fa(as, s, 0); });
+        const double split2 = time_us(s, [&] { kg::disentangled_attention_fa(as, s, 64, 2); });
+        const double split4 = time_us(s, [&] { kg::disentangled_attention_fa(as, s, 64, 4); });
+        std::printf(" %.1f (%d rows, %zu) / %.1f / %.1f |", split, rows, bytes == 0 ? size_t(1) : bytes / per_part, split2,
+                    split4);
+        cudaFree(split_ws);
       } else {
         std::printf(" - |");
       }

@@ -584,18 +584,10 @@ TEST_F(Gpu, Conv1dK3MatchesCpuPerSequence) {
   }
 }
 
-// q|k|v in one [rows, 3*H] buffer and Qr|Kr in one [rel_rows, 2*H] buffer, as the encoder holds them.
-// compute F16/BF16: a tensor-core kernel, `kernel` (attention_mma.cu, or attention_fa.cu for
-// 16-bit storage computed in its type), which must be the one that runs here (sm_80+); the CPU
-// sees the inputs rounded to that type, and the tolerance doubles for the one extra rounding of
-// the probabilities before P·V.
-void check_attention(const Batch& batch, int heads, int head_dim, DType t, const std::string& what,
-                     DType compute = DType::kF32, kg::TensorCoreKernel kernel = kg::TensorCoreKernel::kWmma) {
-  const int H = heads * head_dim, rel_rows = 512;
-  auto qkv = random_vec(size_t(batch.rows) * 3 * H, 19, -2.0f, 2.0f);
-  auto rel = random_vec(size_t(rel_rows) * 2 * H, 20, -2.0f, 2.0f);
-  round_to(qkv, t), round_to(rel, t);
-  round_to(qkv, compute), round_to(rel, compute);
+// The CPU kernel's output for qkv ([rows, 3*H]: q|k|v) and rel ([rel_rows, 2*H]: Qr|Kr).
+std::vector<float> attention_on_cpu(const Batch& batch, int heads, int head_dim, const std::vector<float>& qkv,
+                                    const std::vector<float>& rel, int rel_rows) {
+  const int H = heads * head_dim;
   const float scale = std::sqrt(static_cast<float>(head_dim) * 3.0f);
   std::vector<float> want(size_t(batch.rows) * H);
   std::vector<float> scratch(kc::disentangled_attention_scratch_floats(batch.max_len, head_dim, rel_rows));
@@ -611,6 +603,23 @@ void check_attention(const Batch& batch, int heads, int head_dim, DType t, const
     a.scratch = scratch.data(), a.scratch_floats = scratch.size();
     kc::disentangled_attention(a);
   }
+  return want;
+}
+
+// q|k|v in one [rows, 3*H] buffer and Qr|Kr in one [rel_rows, 2*H] buffer, as the encoder holds them.
+// compute F16/BF16: a tensor-core kernel, `kernel` (attention_mma.cu, or attention_fa.cu for
+// 16-bit storage computed in its type), which must be the one that runs here (sm_80+); the CPU
+// sees the inputs rounded to that type, and the tolerance doubles for the one extra rounding of
+// the probabilities before P·V.
+void check_attention(const Batch& batch, int heads, int head_dim, DType t, const std::string& what,
+                     DType compute = DType::kF32, kg::TensorCoreKernel kernel = kg::TensorCoreKernel::kWmma) {
+  const int H = heads * head_dim, rel_rows = 512;
+  auto qkv = random_vec(size_t(batch.rows) * 3 * H, 19, -2.0f, 2.0f);
+  auto rel = random_vec(size_t(rel_rows) * 2 * H, 20, -2.0f, 2.0f);
+  round_to(qkv, t), round_to(rel, t);
+  round_to(qkv, compute), round_to(rel, compute);
+  const float scale = std::sqrt(static_cast<float>(head_dim) * 3.0f);
+  const std::vector<float> want = attention_on_cpu(batch, heads, head_dim, qkv, rel, rel_rows);
   DeviceBatchBuffers db(batch);
   auto dqkv = DeviceBuffer::from(qkv, t), drel = DeviceBuffer::from(rel, t);
   DeviceBuffer dout(size_t(batch.rows) * H * dtype_size(t));
@@ -830,6 +839,118 @@ TEST_F(Gpu, AttentionFlashVariantsSameBitsModelShapes) {
   for (const Case& c : cases) {
     check_flash_variants(Batch(c.lengths, seed, c.positions), 12, c.what, seed + 1);
     seed += 2;
+  }
+}
+
+// The key-split variant (FlashVariant::kKeySplit: each row block's keys over 2 or 4 blocks, their
+// partial (max, sum, O) merged by a second kernel): other bits than the default (another
+// summation order; P rounded against each part's own max), so against the CPU with the flash
+// kernel's tolerance (check_attention), within the 16-bit type's tolerance of the default kernel,
+// rows without a kept key (row 2 of every sequence longer than 3) exactly zero, and the same bits
+// when run twice. Both block shapes, 2 and 4 parts forced and the grid's pick (1 at large grids:
+// then the early variant, the default's bits); then the dispatch with the workspace (same bits as
+// the direct call by grid) and without it (throws where it splits).
+void check_flash_split(const Batch& batch, int heads, const std::string& what, uint32_t seed) {
+  const int head_dim = 64, H = heads * head_dim, rel_rows = 512;
+  DeviceBatchBuffers db(batch);
+  for (DType t : {DType::kF16, DType::kBF16}) {
+    auto qkv = random_vec(size_t(batch.rows) * 3 * H, seed++, -2.0f, 2.0f);
+    auto rel = random_vec(size_t(rel_rows) * 2 * H, seed++, -2.0f, 2.0f);
+    round_to(qkv, t), round_to(rel, t);
+    const std::vector<float> want = attention_on_cpu(batch, heads, head_dim, qkv, rel, rel_rows);
+    auto dqkv = DeviceBuffer::from(qkv, t), drel = DeviceBuffer::from(rel, t);
+    DeviceBuffer dout(size_t(batch.rows) * H * dtype_size(t));
+    kg::AttentionArgs a;
+    a.type = t, a.compute = t, a.batch = db.view, a.num_heads = heads, a.head_dim = head_dim;
+    a.q = dqkv.get(), a.k = dqkv.get<char>() + H * dtype_size(t), a.v = dqkv.get<char>() + 2 * H * dtype_size(t);
+    a.ld_qkv = 3 * H, a.q_rel = drel.get(), a.k_rel = drel.get<char>() + H * dtype_size(t), a.ld_rel = 2 * H;
+    a.rel_rows = rel_rows, a.scale = std::sqrt(64.0f * 3.0f), a.out = dout.get(), a.ld_out = H;
+    ASSERT_TRUE(kg::attention_fa_supported(a)) << what;
+    const double tol = 2 * tolerance(t);
+    for (int rows : {0, 64, 16}) {
+      a.fa_variant = kg::FlashVariant::kBase, a.fa_workspace = nullptr, a.fa_workspace_bytes = 0;
+      dout.poison();
+      kg::disentangled_attention_fa(a, nullptr, rows);
+      const std::vector<float> base = dout.floats(t);
+      for (int parts : {0, 2, 4}) {
+        const std::string label = what + " " + name(t) + " fa rows " + std::to_string(rows) + " split " +
+                                  (parts == 0 ? std::string("by grid") : std::to_string(parts));
+        a.fa_variant = kg::FlashVariant::kKeySplit;
+        const size_t bytes = kg::attention_fa_workspace_bytes(a, rows, parts);
+        if (parts > 1) {
+          EXPECT_GT(bytes, 0u) << label;
+        }
+        DeviceBuffer ws(std::max<size_t>(bytes, 16));
+        ws.poison();  // a partial result the merge reads but no block wrote shows as NaN
+        a.fa_workspace = ws.get(), a.fa_workspace_bytes = bytes;
+        dout.poison();
+        kg::disentangled_attention_fa(a, nullptr, rows, parts);
+        const std::vector<float> got = dout.floats(t);
+        expect_close(got, want, tol, label + " vs cpu");
+        expect_close(got, base, tolerance(t), label + " vs default");
+        if (bytes == 0) {  // no split at this grid: the early variant, the default's bits
+          EXPECT_EQ(std::memcmp(got.data(), base.data(), got.size() * 4), 0) << label << ": no split, other bits";
+        }
+        size_t nonzero = 0;
+        for (int b = 0; b < batch.size(); ++b) {
+          if (batch.length(b) <= 3) continue;
+          const float* row2 = got.data() + (size_t(batch.offsets[b]) + 2) * H;
+          for (int c = 0; c < H; ++c) nonzero += row2[c] != 0.0f;
+        }
+        EXPECT_EQ(nonzero, 0u) << label << ": the fully masked row (row 2) is not all zeros";
+        dout.poison();
+        kg::disentangled_attention_fa(a, nullptr, rows, parts);
+        EXPECT_EQ(std::memcmp(got.data(), dout.floats(t).data(), got.size() * 4), 0) << label << ": run twice, other bits";
+        if (rows == 0 && parts == 0) {  // the dispatch passes fa_variant and the workspace on
+          kg::AttentionArgs d = a;
+          d.tensor_cores = 1, d.tc_kernel = kg::TensorCoreKernel::kFlash;
+          EXPECT_EQ(kg::attention_fa_workspace_bytes(d), bytes) << label;
+          dout.poison();
+          kg::disentangled_attention(d, nullptr);
+          EXPECT_EQ(std::memcmp(dout.floats(t).data(), got.data(), got.size() * 4), 0)
+              << label << ": disentangled_attention with fa_variant split, other bits";
+          if (bytes > 0) {
+            d.fa_workspace = nullptr, d.fa_workspace_bytes = 0;
+            EXPECT_THROW(kg::disentangled_attention(d, nullptr), Error) << label << ": no workspace";
+          }
+        }
+      }
+    }
+  }
+}
+
+// The key split at small shapes (also under compute-sanitizer racecheck: scripts/fa_variants_gpu.sh):
+// restarting, contiguous and scattered positions, lengths that are not multiples of 16 / 32 / 64,
+// sequences shorter than the parts (empty parts), a fully masked row per sequence.
+TEST_F(Gpu, DisentangledAttentionFlashSplitSmall) {
+  if (!flash_kernel_runs()) GTEST_SKIP() << "the flash kernel does not run on this device (sm_80+ with its shared memory)";
+  check_flash_split(Batch({130, 77, 1, 40}, 70), 2, "2x64 L=130,77,1,40 segments", 71);
+  check_flash_split(Batch({200, 33}, 72, Positions::kContiguous), 2, "2x64 L=200,33 contiguous", 73);
+  check_flash_split(Batch({97, 3, 250}, 74, Positions::kScattered), 2, "2x64 L=97,3,250 scattered", 75);
+}
+
+// The key split at the model's shapes (12 heads x 64): L = 128 and 512 with 1, 2 and 8 sequences,
+// contiguous, restarting and scattered positions (the CPU reference makes it the slowest here).
+TEST_F(Gpu, AttentionFlashVariantsSplitModelShapes) {
+  struct Case {
+    std::vector<int> lengths;
+    Positions positions;
+    const char* what;
+  };
+  const std::vector<Case> cases = {
+      {{128}, Positions::kContiguous, "L128 b1 contiguous"},
+      {{128, 128}, Positions::kScattered, "L128 b2 scattered"},
+      {std::vector<int>(8, 128), Positions::kSegments, "L128 b8 segments"},
+      {{512}, Positions::kContiguous, "L512 b1 contiguous"},
+      {{512}, Positions::kScattered, "L512 b1 scattered"},
+      {{512, 512}, Positions::kContiguous, "L512 b2 contiguous"},
+      {std::vector<int>(8, 512), Positions::kContiguous, "L512 b8 contiguous"},
+  };
+  if (!flash_kernel_runs()) GTEST_SKIP() << "the flash kernel does not run on this device (sm_80+ with its shared memory)";
+  uint32_t seed = 80;
+  for (const Case& c : cases) {
+    check_flash_split(Batch(c.lengths, seed, c.positions), 12, c.what, seed + 1);
+    seed += 3;
   }
 }
 

@@ -26,6 +26,14 @@
 // Products accumulate in fp32; P is rounded to the 16-bit type before P·V (as flash attention
 // and the WMMA kernel do). Masked entries are excluded by selection (never arithmetic on -inf),
 // padded keys read zero-filled K/V rows, and a row with no kept key is all zeros.
+// Key split (FlashVariant::kKeySplit, V = 4, opt-in; it includes V = 1..3): where the grid is
+// below one block per SM (split_parts_by_grid), each row block's chunks are dealt to `parts`
+// blocks (grid z = sequences x parts), each writing its unnormalised O (fp32), base-2 row max and
+// row sum to the caller's workspace (AttentionArgs::fa_workspace) instead of the output; a second
+// kernel merges the parts per row (out = sum_p 2^(m_p - M) O_p / sum_p 2^(m_p - M) l_p, zeros
+// where no part kept a key) as the 16-row shape merges its warps. Not the same bits as the other
+// variants (P is rounded relative to each part's own running max, and the sums run in another
+// order); where the grid is large enough it runs V = 3 (early), the same bits as the default.
 // Every loop whose length depends on the positions runs a fixed, unrolled count with a guard
 // inside: ptxas of CUDA 13.0 (sm_90) miscompiled the computed trip count of the strided copy loop
 // `for (e = tid; e < n * kPr; e += kThreads)` over a window's relative rows (a max of three
@@ -164,10 +172,19 @@ __device__ __forceinline__ float exp2_approx(float x) {  // 2^x; 2^-inf = +0
 
 __device__ __forceinline__ int clamp_rel(int x, int rel_rows) { return min(max(x, 0), rel_rows - 1); }
 
+// The key split's partial results (V = 4): part p of packed row r, head h has its unnormalised O at
+// o + ((p * rows + r) * heads + h) * D and its (base-2 row max, row sum) at ml + 2 * (same index / D).
+struct SplitParts {
+  float* o = nullptr;
+  float* ml = nullptr;
+  int parts = 1;
+};
+
 // V: the FlashVariant (ops.h) as an int: 0 kBase, 1 kBatchedGather, 2 kPairedTiles (and 1),
-// 3 kEarlyWindow (and 2); the same bits every one.
+// 3 kEarlyWindow (and 2), the same bits every one; 4 kKeySplit (and 3): this block computes
+// part blockIdx.z % sp.parts of the chunks into sp (other bits, merged by attention_fa_merge_kernel).
 template <typename T, int D, int WQ, int V>
-__global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a) {
+__global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a, SplitParts sp) {
   pdl_begin();
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   using S = Shape<D, WQ>;
@@ -180,11 +197,30 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a)
   const int kw = WQ == 4 ? 0 : warp;  // the warp's keys within a chunk: [kw * kKW, kw * kKW + kKW)
   const int g = lane >> 2, qd = lane & 3;
 
-  const int b = blockIdx.z, h = blockIdx.y, i0 = blockIdx.x * kBq;
+  const int b = V == 4 ? blockIdx.z / sp.parts : blockIdx.z, h = blockIdx.y, i0 = blockIdx.x * kBq;
   const int row0 = a.batch.offsets[b];
   const int L = a.batch.offsets[b + 1] - row0;
   if (i0 >= L) return;
   const int nq = min(kBq, L - i0);
+  // The block's chunks [c0, nc): all of them (nc below), or (V = 4) its part's share [c0, split_nc)
+  // (floor-balanced; empty only where the sequence has fewer chunks than parts).
+  const int part = V == 4 ? blockIdx.z % sp.parts : 0;
+  const int c0 = V == 4 ? part * ((L + kBk - 1) / kBk) / sp.parts : 0;
+  const int split_nc = V == 4 ? (part + 1) * ((L + kBk - 1) / kBk) / sp.parts : 0;
+  // V = 4: the partial results of the block's row il (< nq) in sp.
+  const auto part_at = [&](int il) {
+    return (static_cast<size_t>(part) * a.batch.rows + row0 + i0 + il) * a.num_heads + h;
+  };
+  if constexpr (V == 4) {
+    if (c0 >= split_nc) {  // no key here: O = 0, max -inf, sum 0 (weight 0 in the merge)
+      for (int e = tid; e < nq * (D / 2); e += kThreads) {
+        const int r = e / (D / 2), cc = 2 * (e % (D / 2));
+        *reinterpret_cast<float2*>(sp.o + part_at(r) * D + cc) = make_float2(0.0f, 0.0f);
+        if (cc == 0) sp.ml[2 * part_at(r)] = -INFINITY, sp.ml[2 * part_at(r) + 1] = 0.0f;
+      }
+      return;
+    }
+  }
   const int half = a.rel_rows / 2, R = a.rel_rows;
   const float sl2 = 1.4426950408889634f / a.scale;  // log2(e) / s: the softmax in base 2
   const size_t ld = a.ld_qkv, ldr = a.ld_rel;
@@ -248,7 +284,7 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a)
     const int r = e / kPr, p = e % kPr;
     cp16(sbase + S::c2p + (r * kLdh + p * 8) * 2, q + static_cast<size_t>(min(i0 + r, L - 1)) * ld + p * 8, r < nq);
   }
-  fetch_chunk(0, 0);
+  fetch_chunk(c0, 0);
   // Query positions: the block's range, the warp's range, the thread's two rows.
   int qmn = INT_MAX, qmx = INT_MIN, wqmn = INT_MAX, wqmx = INT_MIN;
 #pragma unroll
@@ -303,13 +339,13 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a)
     }
   };
 
-  const int nc = (L + kBk - 1) / kBk;
+  const int nc = V == 4 ? split_nc : (L + kBk - 1) / kBk;
   int raw[kKu], ctmn[kKt], ctmx[kKt];
-  load_pos(0, raw);
-  tile_ranges(0, raw, ctmn, ctmx);
-  if (nc > 1) load_pos(1, raw);
+  load_pos(c0, raw);
+  tile_ranges(c0, raw, ctmn, ctmx);
+  if (nc > c0 + 1) load_pos(c0 + 1, raw);
   uint32_t mk_next[2][kNt][2];
-  load_mask(0, mk_next);
+  load_mask(c0, mk_next);
   {
     int kmn = ctmn[0], kmx = ctmx[0];
 #pragma unroll
@@ -325,8 +361,8 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a)
   for (int n = 0; n < D / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
   float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};  // base-2 max, thread's part of the sum
 
-  for (int c = 0; c < nc; ++c) {
-    const int cur = c & 1;
+  for (int c = c0; c < nc; ++c) {
+    const int cur = (c - c0) & 1;
     int kmn = ctmn[0], kmx = ctmx[0];
 #pragma unroll
     for (int t = 1; t < kKt; ++t) kmn = min(kmn, ctmn[t]), kmx = max(kmx, ctmx[t]);
@@ -342,7 +378,7 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a)
 
     cp_wait_all();
     __syncthreads();  // chunk c and its first window landed; everyone is done with chunk c-1
-    if (c == 0) {
+    if (c == c0) {
 #pragma unroll
       for (int kk = 0; kk < kKd; ++kk)
         ldsm_x4(qf[kk], sbase + S::c2p + ((16 * wq + (lane & 15)) * kLdh + kk * 16 + (lane >> 4) * 8) * 2);
@@ -720,6 +756,14 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a)
     for (int rr = 0; rr < 2; ++rr) {
       const int il = 16 * wq + g + 8 * rr;
       if (il >= nq) continue;
+      if constexpr (V == 4) {  // the part's unnormalised O and (max, sum), merged by attention_fa_merge_kernel
+        float* po = sp.o + part_at(il) * D;
+#pragma unroll
+        for (int n = 0; n < D / 8; ++n)
+          *reinterpret_cast<float2*>(po + 8 * n + 2 * qd) = make_float2(o[n][2 * rr], o[n][2 * rr + 1]);
+        if (qd == 0) sp.ml[2 * part_at(il)] = m_run[rr], sp.ml[2 * part_at(il) + 1] = l_run[rr];
+        continue;
+      }
       const float inv = l_run[rr] > 0.0f ? 1.0f / l_run[rr] : 0.0f;  // no kept key: zeros
 #pragma unroll
       for (int n = 0; n < D / 8; ++n)
@@ -759,6 +803,11 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a)
           n0 += f * ow.x, n1 += f * ow.y, den += f * ml[2 * (w * 16 + r) + 1];
         }
       }
+      if constexpr (V == 4) {  // the part's (the block's warps merged) O and (max, sum)
+        *reinterpret_cast<float2*>(sp.o + part_at(r) * D + cc) = make_float2(n0, n1);
+        if (cc == 0) sp.ml[2 * part_at(r)] = mmax, sp.ml[2 * part_at(r) + 1] = den;
+        continue;
+      }
       const float inv = den > 0.0f ? 1.0f / den : 0.0f;
       *reinterpret_cast<uint32_t*>(out + static_cast<size_t>(r) * a.ld_out + cc) = pack2<T>(n0 * inv, n1 * inv);
     }
@@ -766,28 +815,90 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a)
 #endif
 }
 
+// The key split's merge: one thread per (row, head, column pair), over the parts of sp.
+template <typename T, int D>
+__global__ void __launch_bounds__(256) attention_fa_merge_kernel(AttentionArgs a, SplitParts sp) {
+  pdl_begin();
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const size_t e = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const size_t per_part = static_cast<size_t>(a.batch.rows) * a.num_heads;  // (row, head) pairs
+  if (e >= per_part * (D / 2)) return;
+  const size_t rh = e / (D / 2);
+  const int cc = 2 * static_cast<int>(e % (D / 2)), h = static_cast<int>(rh % a.num_heads);
+  const size_t r = rh / a.num_heads;
+  float mmax = -INFINITY;
+  for (int p = 0; p < sp.parts; ++p) mmax = fmaxf(mmax, sp.ml[2 * (p * per_part + rh)]);
+  float n0 = 0.0f, n1 = 0.0f, den = 0.0f;
+  if (mmax != -INFINITY) {  // else no part kept a key: zeros
+    for (int p = 0; p < sp.parts; ++p) {
+      const size_t at = p * per_part + rh;
+      const float f = exp2_approx(sp.ml[2 * at] - mmax);  // 2^-inf = 0 for a part without kept keys
+      const float2 op = *reinterpret_cast<const float2*>(sp.o + at * D + cc);
+      n0 += f * op.x, n1 += f * op.y, den += f * sp.ml[2 * at + 1];
+    }
+  }
+  const float inv = den > 0.0f ? 1.0f / den : 0.0f;
+  T* out = static_cast<T*>(a.out) + r * a.ld_out + h * D + cc;
+  *reinterpret_cast<uint32_t*>(out) = pack2<T>(n0 * inv, n1 * inv);
+#endif
+}
+
+constexpr int kMaxParts = 8;
+
+// Parts per row block of the key split: 1 (no split) where the grid has a block per SM, else the
+// fewest of 2, 4 that give it one, at most half the chunks of the longest sequence.
+int split_parts_by_grid(const AttentionArgs& a, int rows, int sms) {
+  const int kBq = rows, kBk = rows == 64 ? 32 : 64;
+  const long blocks = static_cast<long>((a.batch.max_length + kBq - 1) / kBq) * a.num_heads * a.batch.num_sequences;
+  const int chunks = (a.batch.max_length + kBk - 1) / kBk;
+  int parts = 1;
+  while (parts < 4 && blocks * parts < sms && 2 * parts <= chunks) parts *= 2;
+  return parts;
+}
+
+size_t split_bytes(const AttentionArgs& a, int parts) {
+  return parts <= 1 ? 0 : static_cast<size_t>(parts) * a.batch.rows * a.num_heads * (a.head_dim + 2) * sizeof(float);
+}
+
 template <typename T, int D, int WQ>
-void launch_shape(const AttentionArgs& a, cudaStream_t stream) {
+void launch_shape(const AttentionArgs& a, int parts, cudaStream_t stream) {
   constexpr int kBq = Shape<D, WQ>::kBq;
   const dim3 grid((a.batch.max_length + kBq - 1) / kBq, a.num_heads, a.batch.num_sequences);
   constexpr const char* what = "cuda::disentangled_attention (fa)";
   constexpr int bytes = Shape<D, WQ>::bytes;
+  const SplitParts none;
   switch (a.fa_variant) {
-    case FlashVariant::kBatchedGather: launch_with_smem(attention_fa_kernel<T, D, WQ, 1>, grid, kThreads, bytes, stream, what, a); break;
-    case FlashVariant::kPairedTiles: launch_with_smem(attention_fa_kernel<T, D, WQ, 2>, grid, kThreads, bytes, stream, what, a); break;
-    case FlashVariant::kEarlyWindow: launch_with_smem(attention_fa_kernel<T, D, WQ, 3>, grid, kThreads, bytes, stream, what, a); break;
-    default: launch_with_smem(attention_fa_kernel<T, D, WQ, 0>, grid, kThreads, bytes, stream, what, a); break;
+    case FlashVariant::kBatchedGather: launch_with_smem(attention_fa_kernel<T, D, WQ, 1>, grid, kThreads, bytes, stream, what, a, none); break;
+    case FlashVariant::kPairedTiles: launch_with_smem(attention_fa_kernel<T, D, WQ, 2>, grid, kThreads, bytes, stream, what, a, none); break;
+    case FlashVariant::kEarlyWindow: launch_with_smem(attention_fa_kernel<T, D, WQ, 3>, grid, kThreads, bytes, stream, what, a, none); break;
+    case FlashVariant::kKeySplit: {
+      if (parts <= 1) {  // a grid with a block per SM: the early variant, the same bits as the default
+        launch_with_smem(attention_fa_kernel<T, D, WQ, 3>, grid, kThreads, bytes, stream, what, a, none);
+        break;
+      }
+      SplitParts sp;
+      sp.o = static_cast<float*>(a.fa_workspace);
+      sp.ml = sp.o + static_cast<size_t>(parts) * a.batch.rows * a.num_heads * D;
+      sp.parts = parts;
+      const dim3 split_grid(grid.x, grid.y, grid.z * parts);
+      launch_with_smem(attention_fa_kernel<T, D, WQ, 4>, split_grid, kThreads, bytes, stream, what, a, sp);
+      const size_t threads = static_cast<size_t>(a.batch.rows) * a.num_heads * (D / 2);
+      launch_kernel(attention_fa_merge_kernel<T, D>, dim3(static_cast<unsigned>((threads + 255) / 256)), dim3(256), 0,
+                    stream, "cuda::disentangled_attention (fa split merge)", a, sp);
+      break;
+    }
+    default: launch_with_smem(attention_fa_kernel<T, D, WQ, 0>, grid, kThreads, bytes, stream, what, a, none); break;
   }
 }
 
 template <typename T>
-void launch(const AttentionArgs& a, int rows, cudaStream_t stream) {
+void launch(const AttentionArgs& a, int rows, int parts, cudaStream_t stream) {
   if (a.head_dim == 64) {
-    if (rows == 64) launch_shape<T, 64, 4>(a, stream);
-    else launch_shape<T, 64, 1>(a, stream);
+    if (rows == 64) launch_shape<T, 64, 4>(a, parts, stream);
+    else launch_shape<T, 64, 1>(a, parts, stream);
   } else {
-    if (rows == 64) launch_shape<T, 16, 4>(a, stream);
-    else launch_shape<T, 16, 1>(a, stream);
+    if (rows == 64) launch_shape<T, 16, 4>(a, parts, stream);
+    else launch_shape<T, 16, 1>(a, parts, stream);
   }
 }
 
@@ -807,10 +918,19 @@ bool attention_fa_supported(const AttentionArgs& a) {
          d.smem_optin >= Shape<64, 4>::bytes;
 }
 
-void disentangled_attention_fa(const AttentionArgs& a, cudaStream_t stream, int rows_per_block) {
+size_t attention_fa_workspace_bytes(const AttentionArgs& a, int rows_per_block, int split_parts) {
+  if (a.fa_variant != FlashVariant::kKeySplit || a.batch.num_sequences <= 0) return 0;
+  const int sms = rows_per_block == 0 || split_parts == 0 ? device_limits("cuda::attention_fa_workspace_bytes").sms : 0;
+  if (rows_per_block == 0) rows_per_block = attention_grid_is_small(a, sms) ? 16 : 64;
+  return split_bytes(a, split_parts == 0 ? split_parts_by_grid(a, rows_per_block, sms) : split_parts);
+}
+
+void disentangled_attention_fa(const AttentionArgs& a, cudaStream_t stream, int rows_per_block, int split_parts) {
   constexpr const char* what = "cuda::disentangled_attention (fa)";
   if (rows_per_block != 0 && rows_per_block != 16 && rows_per_block != 64)
     throw InternalError(std::string(what) + ": rows_per_block must be 0 (by grid size), 16 or 64");
+  if (split_parts < 0 || split_parts > kMaxParts)
+    throw InternalError(std::string(what) + ": split_parts must be 0 (by grid size) to " + std::to_string(kMaxParts));
   if (a.type != a.compute || (a.type != DType::kF16 && a.type != DType::kBF16) || (a.head_dim != 64 && a.head_dim != 16))
     throw InternalError(std::string(what) + ": needs F16 or BF16 storage computed in that type and head_dim 64 or 16");
   const size_t es = 2;
@@ -822,8 +942,20 @@ void disentangled_attention_fa(const AttentionArgs& a, cudaStream_t stream, int 
   if (rows_per_block == 0) {
     rows_per_block = attention_grid_is_small(a, device_limits(what).sms) ? 16 : 64;  // as the WMMA kernel
   }
-  if (a.type == DType::kF16) launch<__half>(a, rows_per_block, stream);
-  else launch<__nv_bfloat16>(a, rows_per_block, stream);
+  int parts = 1;
+  if (a.fa_variant == FlashVariant::kKeySplit) {
+    parts = split_parts != 0 ? split_parts : split_parts_by_grid(a, rows_per_block, device_limits(what).sms);
+    if (parts > 1 && a.batch.rows < a.batch.max_length)  // the partial results are indexed by packed row
+      throw InternalError(std::string(what) + ": the key split needs DeviceBatch::rows (the packed rows), got " +
+                          std::to_string(a.batch.rows));
+    const size_t need = split_bytes(a, parts);
+    if (need > 0 && (a.fa_workspace == nullptr || a.fa_workspace_bytes < need || !aligned(a.fa_workspace, 16)))
+      throw InternalError(std::string(what) + ": the key split needs AttentionArgs::fa_workspace (16-byte aligned) of " +
+                          std::to_string(need) + " bytes (attention_fa_workspace_bytes), got " +
+                          std::to_string(a.fa_workspace_bytes));
+  }
+  if (a.type == DType::kF16) launch<__half>(a, rows_per_block, parts, stream);
+  else launch<__nv_bfloat16>(a, rows_per_block, parts, stream);
 }
 
 }  // namespace rexnlu::backends::cuda

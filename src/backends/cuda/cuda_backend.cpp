@@ -81,14 +81,16 @@ CudaBackend::CudaBackend(int device_index, Precision precision)
   }
   if (const char* v = std::getenv("REXNLU_CUDA_FA_VARIANT"); v != nullptr && *v != 0) {
     const std::string variant(v);
-    if (variant != "base" && variant != "gather" && variant != "paired" && variant != "early")
+    if (variant != "base" && variant != "gather" && variant != "paired" && variant != "early" && variant != "split")
       throw InputError("REXNLU_CUDA_FA_VARIANT=" + variant +
                        ": expected base (the default), gather (the batched c2p/p2c gather), paired (that and the "
-                       "position tiles two at a time) or early (that and the next window fetched a chunk ahead): "
-                       "code variants of the flash attention kernel, the same bits");
+                       "position tiles two at a time), early (that and the next window fetched a chunk ahead): "
+                       "code variants of the flash attention kernel, the same bits; or split (early, and the keys "
+                       "of each row block split over several blocks at small grids: other bits)");
     fa_variant_ = variant == "gather"   ? FlashVariant::kBatchedGather
                   : variant == "paired" ? FlashVariant::kPairedTiles
                   : variant == "early"  ? FlashVariant::kEarlyWindow
+                  : variant == "split"  ? FlashVariant::kKeySplit
                                         : FlashVariant::kBase;
   }
   // REXNLU_CUDA_GELU (cuda_backend.h): unset = the epilogue at fp16 only, tanh = at bf16 too, erf = never.
@@ -155,6 +157,7 @@ std::string CudaBackend::describe() const {
                                           (fa_variant_ == FlashVariant::kBatchedGather ? " (variant gather)"
                                            : fa_variant_ == FlashVariant::kPairedTiles ? " (variant paired)"
                                            : fa_variant_ == FlashVariant::kEarlyWindow ? " (variant early)"
+                                           : fa_variant_ == FlashVariant::kKeySplit    ? " (variant split)"
                                                                                        : "")
                                     : ", WMMA attention";
   return "cuda:" + std::to_string(index_) + ", " + name_ + ", " + std::string(precision_name(precision())) +

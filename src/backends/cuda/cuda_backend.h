@@ -65,8 +65,9 @@ class CudaBackend final : public Backend {
   // (REXNLU_CUDA_ATTENTION=fa, the default: ops.h) or always the WMMA one
   // (REXNLU_CUDA_ATTENTION=wmma, the fallback); another value throws from the constructor.
   TensorCoreKernel attention_kernel() const { return attention_kernel_; }
-  // The flash kernel's code variant (AttentionArgs::fa_variant, ops.h; the same bits each):
-  // REXNLU_CUDA_FA_VARIANT=base (the default), gather, paired or early; another value throws from the constructor.
+  // The flash kernel's code variant (AttentionArgs::fa_variant, ops.h; the same bits each but split):
+  // REXNLU_CUDA_FA_VARIANT=base (the default), gather, paired, early or split (the key split at small
+  // grids: other bits, within tolerance); another value throws from the constructor.
   FlashVariant fa_variant() const { return fa_variant_; }
   // Whether our kernels are launched with programmatic dependent launch (common.h, types.cuh):
   // on an sm_90+ device unless REXNLU_CUDA_PDL=0 (plain launches; below sm_90 always plain; measured

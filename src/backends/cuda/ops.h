@@ -61,8 +61,12 @@ enum class TensorCoreKernel { kFlash, kWmma };
 // kPairedTiles = that, and the C2P / P2C tiles computed two at a time (interleaved MMA chains);
 // kEarlyWindow = that, and the next chunk's relative rows fetched with its K and V (a chunk
 // ahead) wherever the ring has room for both windows (contiguous positions).
-// CudaBackend: REXNLU_CUDA_FA_VARIANT=base|gather|paired|early.
-enum class FlashVariant { kBase, kBatchedGather, kPairedTiles, kEarlyWindow };
+// kKeySplit (opt-in, NOT the same bits: another summation order, within the kernel's tolerance of
+// the CPU): kEarlyWindow, and where the grid has fewer blocks than SMs each row block's keys are
+// split over 2 or 4 blocks whose partial (max, sum, O) a second kernel merges; it needs
+// AttentionArgs::fa_workspace (attention_fa_workspace_bytes). Elsewhere it runs kEarlyWindow.
+// CudaBackend: REXNLU_CUDA_FA_VARIANT=base|gather|paired|early|split.
+enum class FlashVariant { kBase, kBatchedGather, kPairedTiles, kEarlyWindow, kKeySplit };
 struct AttentionArgs {
   DType type = DType::kF32;  // of q, k, v, q_rel, k_rel, out
   // Arithmetic of the products. F32: CUDA cores, any storage type. F16 / BF16: tensor cores
@@ -91,7 +95,15 @@ struct AttentionArgs {
   float scale = 1.0f;  // float32(sqrt(head_dim * 3))
   void* out = nullptr;  // [rows, heads*head_dim], row stride ld_out
   int ld_out = 0;
+  // Device scratch of the flash kernel's key split (fa_variant kKeySplit; 16-byte aligned, stream
+  // ordered: free again once the launch's kernels ran): attention_fa_workspace_bytes(args) bytes.
+  void* fa_workspace = nullptr;
+  size_t fa_workspace_bytes = 0;
 };
+// The bytes of fa_workspace disentangled_attention(args) needs (0 unless fa_variant is kKeySplit
+// and the grid is small enough to split; queries the current device then). rows_per_block and
+// split_parts as disentangled_attention_fa's (attention_fa.h; 0 = by grid size, as the dispatch).
+size_t attention_fa_workspace_bytes(const AttentionArgs& args, int rows_per_block = 0, int split_parts = 0);
 // q, k, v, q_rel, k_rel and their row strides must be 16-byte aligned (the encoder's fused
 // buffers are). Throws rexnlu::Error (kInternal) otherwise, for an unsupported head_dim, or when
 // the longest sequence needs more shared memory than the device has: the score rows take
