@@ -606,6 +606,19 @@ std::vector<float> attention_on_cpu(const Batch& batch, int heads, int head_dim,
   return want;
 }
 
+// The attention's arguments over the test's device buffers: q|k|v interleaved per row (ld 3H),
+// Qr|Kr per relative row (ld 2H), out [rows, H], all of type t and computed in `compute`.
+kg::AttentionArgs attention_args(const DeviceBatchBuffers& db, int heads, int head_dim, DType t, DType compute,
+                                 const DeviceBuffer& qkv, const DeviceBuffer& rel, int rel_rows, const DeviceBuffer& out) {
+  const int H = heads * head_dim;
+  kg::AttentionArgs a;
+  a.type = t, a.compute = compute, a.batch = db.view, a.num_heads = heads, a.head_dim = head_dim;
+  a.q = qkv.get(), a.k = qkv.get<char>() + H * dtype_size(t), a.v = qkv.get<char>() + 2 * H * dtype_size(t);
+  a.ld_qkv = 3 * H, a.q_rel = rel.get(), a.k_rel = rel.get<char>() + H * dtype_size(t), a.ld_rel = 2 * H;
+  a.rel_rows = rel_rows, a.scale = std::sqrt(static_cast<float>(head_dim) * 3.0f), a.out = out.get(), a.ld_out = H;
+  return a;
+}
+
 // q|k|v in one [rows, 3*H] buffer and Qr|Kr in one [rel_rows, 2*H] buffer, as the encoder holds them.
 // compute F16/BF16: a tensor-core kernel, `kernel` (attention_mma.cu, or attention_fa.cu for
 // 16-bit storage computed in its type), which must be the one that runs here (sm_80+); the CPU
@@ -618,17 +631,11 @@ void check_attention(const Batch& batch, int heads, int head_dim, DType t, const
   auto rel = random_vec(size_t(rel_rows) * 2 * H, 20, -2.0f, 2.0f);
   round_to(qkv, t), round_to(rel, t);
   round_to(qkv, compute), round_to(rel, compute);
-  const float scale = std::sqrt(static_cast<float>(head_dim) * 3.0f);
   const std::vector<float> want = attention_on_cpu(batch, heads, head_dim, qkv, rel, rel_rows);
   DeviceBatchBuffers db(batch);
   auto dqkv = DeviceBuffer::from(qkv, t), drel = DeviceBuffer::from(rel, t);
   DeviceBuffer dout(size_t(batch.rows) * H * dtype_size(t));
-  kg::AttentionArgs a;
-  a.type = t, a.batch = db.view, a.num_heads = heads, a.head_dim = head_dim;
-  a.q = dqkv.get(), a.k = dqkv.get<char>() + H * dtype_size(t), a.v = dqkv.get<char>() + 2 * H * dtype_size(t);
-  a.ld_qkv = 3 * H, a.q_rel = drel.get(), a.k_rel = drel.get<char>() + H * dtype_size(t), a.ld_rel = 2 * H;
-  a.rel_rows = rel_rows, a.scale = scale, a.out = dout.get(), a.ld_out = H;
-  a.compute = compute;
+  kg::AttentionArgs a = attention_args(db, heads, head_dim, t, compute, dqkv, drel, rel_rows, dout);
   if (compute == DType::kF32) {
     dout.poison();
     kg::disentangled_attention(a, nullptr);
@@ -757,11 +764,7 @@ void check_flash_variants(const Batch& batch, int heads, const std::string& what
     const auto rel = random_vec(size_t(rel_rows) * 2 * H, seed++, -2.0f, 2.0f);
     auto dqkv = DeviceBuffer::from(qkv, t), drel = DeviceBuffer::from(rel, t);
     DeviceBuffer dout(size_t(batch.rows) * H * dtype_size(t));
-    kg::AttentionArgs a;
-    a.type = t, a.compute = t, a.batch = db.view, a.num_heads = heads, a.head_dim = head_dim;
-    a.q = dqkv.get(), a.k = dqkv.get<char>() + H * dtype_size(t), a.v = dqkv.get<char>() + 2 * H * dtype_size(t);
-    a.ld_qkv = 3 * H, a.q_rel = drel.get(), a.k_rel = drel.get<char>() + H * dtype_size(t), a.ld_rel = 2 * H;
-    a.rel_rows = rel_rows, a.scale = std::sqrt(64.0f * 3.0f), a.out = dout.get(), a.ld_out = H;
+    kg::AttentionArgs a = attention_args(db, heads, head_dim, t, t, dqkv, drel, rel_rows, dout);
     ASSERT_TRUE(kg::attention_fa_supported(a)) << what;
     for (int rows : {0, 64, 16}) {
       const std::string label = what + " " + name(t) + " fa rows " + std::to_string(rows);
@@ -798,6 +801,13 @@ void check_flash_variants(const Batch& batch, int heads, const std::string& what
 }
 
 // Whether the flash kernel runs on this device at the model's head_dim (sm_80+ with its shared memory).
+// One batch shape of the model-shape tests: sequence lengths, how positions run, a label.
+struct ShapeCase {
+  std::vector<int> lengths;
+  Positions positions;
+  const char* what;
+};
+
 bool flash_kernel_runs() {
   kg::AttentionArgs a;
   a.type = a.compute = DType::kF16, a.head_dim = 64;
@@ -818,12 +828,7 @@ TEST_F(Gpu, DisentangledAttentionFlashVariantsSameBitsSmall) {
 // The variants at the model's shapes (12 heads x 64; too large for racecheck, hence the name):
 // L = 128 and 512 with 1, 8 and 32 sequences, contiguous, restarting and scattered positions.
 TEST_F(Gpu, AttentionFlashVariantsSameBitsModelShapes) {
-  struct Case {
-    std::vector<int> lengths;
-    Positions positions;
-    const char* what;
-  };
-  const std::vector<Case> cases = {
+  const std::vector<ShapeCase> cases = {
       {{128}, Positions::kContiguous, "L128 b1 contiguous"},
       {std::vector<int>(8, 128), Positions::kContiguous, "L128 b8 contiguous"},
       {std::vector<int>(32, 128), Positions::kContiguous, "L128 b32 contiguous"},
@@ -836,7 +841,7 @@ TEST_F(Gpu, AttentionFlashVariantsSameBitsModelShapes) {
   };
   if (!flash_kernel_runs()) GTEST_SKIP() << "the flash kernel does not run on this device (sm_80+ with its shared memory)";
   uint32_t seed = 60;
-  for (const Case& c : cases) {
+  for (const ShapeCase& c : cases) {
     check_flash_variants(Batch(c.lengths, seed, c.positions), 12, c.what, seed + 1);
     seed += 2;
   }
@@ -860,11 +865,7 @@ void check_flash_split(const Batch& batch, int heads, const std::string& what, u
     const std::vector<float> want = attention_on_cpu(batch, heads, head_dim, qkv, rel, rel_rows);
     auto dqkv = DeviceBuffer::from(qkv, t), drel = DeviceBuffer::from(rel, t);
     DeviceBuffer dout(size_t(batch.rows) * H * dtype_size(t));
-    kg::AttentionArgs a;
-    a.type = t, a.compute = t, a.batch = db.view, a.num_heads = heads, a.head_dim = head_dim;
-    a.q = dqkv.get(), a.k = dqkv.get<char>() + H * dtype_size(t), a.v = dqkv.get<char>() + 2 * H * dtype_size(t);
-    a.ld_qkv = 3 * H, a.q_rel = drel.get(), a.k_rel = drel.get<char>() + H * dtype_size(t), a.ld_rel = 2 * H;
-    a.rel_rows = rel_rows, a.scale = std::sqrt(64.0f * 3.0f), a.out = dout.get(), a.ld_out = H;
+    kg::AttentionArgs a = attention_args(db, heads, head_dim, t, t, dqkv, drel, rel_rows, dout);
     ASSERT_TRUE(kg::attention_fa_supported(a)) << what;
     const double tol = 2 * tolerance(t);
     for (int rows : {0, 64, 16}) {
@@ -932,12 +933,7 @@ TEST_F(Gpu, DisentangledAttentionFlashSplitSmall) {
 // The key split at the model's shapes (12 heads x 64): L = 128 and 512 with 1, 2 and 8 sequences,
 // contiguous, restarting and scattered positions (the CPU reference makes it the slowest here).
 TEST_F(Gpu, AttentionFlashVariantsSplitModelShapes) {
-  struct Case {
-    std::vector<int> lengths;
-    Positions positions;
-    const char* what;
-  };
-  const std::vector<Case> cases = {
+  const std::vector<ShapeCase> cases = {
       {{128}, Positions::kContiguous, "L128 b1 contiguous"},
       {{128, 128}, Positions::kScattered, "L128 b2 scattered"},
       {std::vector<int>(8, 128), Positions::kSegments, "L128 b8 segments"},
@@ -948,7 +944,7 @@ TEST_F(Gpu, AttentionFlashVariantsSplitModelShapes) {
   };
   if (!flash_kernel_runs()) GTEST_SKIP() << "the flash kernel does not run on this device (sm_80+ with its shared memory)";
   uint32_t seed = 80;
-  for (const Case& c : cases) {
+  for (const ShapeCase& c : cases) {
     check_flash_split(Batch(c.lengths, seed, c.positions), 12, c.what, seed + 1);
     seed += 3;
   }
