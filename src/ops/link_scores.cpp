@@ -81,9 +81,10 @@ void cuda_link_scores(backends::Backend& be, const std::vector<int64_t>& offsets
   a.batch.num_sequences = B;
   a.batch.max_length = max_length;
   a.batch.rows = to_int(offsets.back());
-  a.batch.offsets = be.upload(host_ref(offsets32.data(), {B + 1})).i32();
-  a.batch.mask_offsets = reinterpret_cast<const int64_t*>(
-      be.upload(ConstTensorRef(reinterpret_cast<const std::byte*>(z_at.data()), DType::kI64, {B})).data);
+  const std::vector<ConstTensorRef> uploaded = be.upload_all(  // one copy to the device for both
+      {host_ref(offsets32.data(), {B + 1}), ConstTensorRef(reinterpret_cast<const std::byte*>(z_at.data()), DType::kI64, {B})});
+  a.batch.offsets = uploaded[0].i32();
+  a.batch.mask_offsets = reinterpret_cast<const int64_t*>(uploaded[1].data);
   a.q = q.f32();
   a.k = k.f32();
   a.ld = to_int(q.ld());

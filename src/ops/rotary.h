@@ -8,7 +8,9 @@
 
 namespace rexnlu::ops {
 
-// In place on x [rows, dim] (any row stride, dim even); positions: I32 [rows]; freqs: F32 [dim/2].
+// In place on x [rows, groups * dim] (any row stride, dim = 2 x freqs' length): every block of dim
+// columns turned by the same angles (the link head turns q | k in one call); positions: I32 [rows];
+// freqs: F32 [dim/2].
 void rotary_interleaved(backends::Backend& be, TensorRef x, ConstTensorRef positions, ConstTensorRef freqs);
 
 }  // namespace rexnlu::ops

@@ -178,7 +178,7 @@ int main() {
       double layer = 0;
       for (double u : us) layer += u;
       const double head = time_us(s, [&] { linear(h, H, w_head, b_head, 2 * H, qk, DType::kF32); });
-      const double rot = time_us(s, [&] { kg::rotary_interleaved(qk, T, H, 2 * H, batch.position_ids, freqs, s); });
+      const double rot = time_us(s, [&] { kg::rotary_interleaved(qk, T, H, 2, 2 * H, batch.position_ids, freqs, s); });
       const double link = time_us(s, [&] { kg::link_scores(ls, s); });
       // The tensor-core kernel: 16-bit storage computes in its type, fp32 storage in fp16.
       kg::AttentionArgs am = a;

@@ -537,13 +537,13 @@ TEST_F(Gpu, RotaryMatchesCpuAtAllPositions) {
   std::vector<float> freqs(dim / 2);
   for (int m = 0; m < dim / 2; ++m) freqs[m] = 1.0f / std::pow(10000.0f, float(2 * m) / float(dim));
   std::vector<float> want = x;
-  kc::rotary_interleaved(want.data(), rows, dim, ld, pos.data(), freqs.data());
-  kc::rotary_interleaved(want.data() + dim, rows, dim, ld, pos.data(), freqs.data());
+  // The CPU turns q and k one group at a time; the GPU both groups in one launch.
+  kc::rotary_interleaved(want.data(), rows, dim, 1, ld, pos.data(), freqs.data());
+  kc::rotary_interleaved(want.data() + dim, rows, dim, 1, ld, pos.data(), freqs.data());
   auto dx = DeviceBuffer::from(x, DType::kF32);
   auto dp = DeviceBuffer::from(pos), df = DeviceBuffer::from(freqs);
-  kg::rotary_interleaved(dx.get<float>(), rows, dim, ld, dp.get<int32_t>(), df.get<float>(), nullptr);
-  kg::rotary_interleaved(dx.get<float>() + dim, rows, dim, ld, dp.get<int32_t>(), df.get<float>(), nullptr);
-  expect_close(dx.floats(DType::kF32), want, 1e-5, "rotary_interleaved f32 (q|k, pos 0..511)");
+  kg::rotary_interleaved(dx.get<float>(), rows, dim, 2, ld, dp.get<int32_t>(), df.get<float>(), nullptr);
+  expect_close(dx.floats(DType::kF32), want, 1e-5, "rotary_interleaved f32 (q|k in 2 groups, pos 0..511)");
 }
 
 TEST_F(Gpu, Conv1dK3MatchesCpuPerSequence) {
@@ -1194,8 +1194,7 @@ struct PdlChain {
     kg::zero_rows(h, c16.get(), keep.get<uint8_t>(), rows, kH, s);
     kg::convert(h, c16.get(), DType::kF32, c32.get(), size_t(rows) * kH, s);
     kg::masked_softmax(c32.get<float>(), rows, kH / 2, kH, smask.get<uint8_t>(), kH / 2, s);
-    kg::rotary_interleaved(c32.get<float>(), rows, kH / 2, kH, db.view.position_ids, freqs.get<float>(), s);
-    kg::rotary_interleaved(c32.get<float>() + kH / 2, rows, kH / 2, kH, db.view.position_ids, freqs.get<float>(), s);
+    kg::rotary_interleaved(c32.get<float>(), rows, kH / 2, 2, kH, db.view.position_ids, freqs.get<float>(), s);
     kg::link_scores(link_args(), s);
   }
   // Every output's bytes, the links sorted (link_scores appends them in no particular order).

@@ -294,6 +294,33 @@ TEST_P(OpsTest, RotaryRotatesAdjacentPairsByPositionTimesFrequency) {
   expect_close(on_host(xd), want, 1e-6);  // also checks the 4 padding columns per row are untouched
 }
 
+// The link head turns q | k in one call: each block of 2 x freqs' length columns by the same angles.
+TEST_P(OpsTest, RotaryTurnsEveryColumnGroupByTheSameAngles) {
+  const int rows = 3, dim = 8, groups = 3, ld = groups * dim + 2;
+  auto x = random_vec(size_t(rows) * ld, 19);
+  const std::vector<int32_t> pos = {0, 5, 300};
+  std::vector<float> freqs(dim / 2);
+  for (int m = 0; m < dim / 2; ++m) freqs[m] = float(1.0 / std::pow(10000.0, 2.0 * m / dim));
+  std::vector<double> want(x.begin(), x.end());
+  for (int r = 0; r < rows; ++r)
+    for (int g = 0; g < groups; ++g)
+      for (int m = 0; m < dim / 2; ++m) {
+        const double th = pos[r] * double(freqs[m]);
+        const size_t at = size_t(r) * ld + size_t(g) * dim + 2 * m;
+        const double a = x[at], b = x[at + 1];
+        want[at] = a * std::cos(th) - b * std::sin(th);
+        want[at + 1] = b * std::cos(th) + a * std::sin(th);
+      }
+  Tensor xd = on_device(x, {rows, ld});
+  rotary_interleaved(be(), xd.mutable_ref().columns(0, groups * dim), on_device(pos, {rows}),
+                     on_device(freqs, {dim / 2}));
+  expect_close(on_host(xd), want, 1e-6);  // the 2 padding columns per row untouched
+  // Columns that are not a whole number of groups are an error, not a partial turn.
+  EXPECT_THROW(rotary_interleaved(be(), xd.mutable_ref().columns(0, dim + 2), on_device(pos, {rows}),
+                                  on_device(freqs, {dim / 2})),
+               Error);
+}
+
 TEST_P(OpsTest, Conv1dK3MatchesTorchConv1dWithZeroPadding) {
   for (int L : {1, 2, 9}) {
     const int in = 6, out = 5;

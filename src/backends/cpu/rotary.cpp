@@ -4,7 +4,7 @@
 
 namespace rexnlu::backends::cpu {
 
-void rotary_interleaved(float* x, int rows, int dim, int ld, const int32_t* positions,
+void rotary_interleaved(float* x, int rows, int dim, int groups, int ld, const int32_t* positions,
                         const float* freqs) {
   const int half = dim / 2;
 #pragma omp parallel for schedule(static)
@@ -16,10 +16,13 @@ void rotary_interleaved(float* x, int rows, int dim, int ld, const int32_t* posi
       const double theta = pos * static_cast<double>(freqs[m]);
       const auto c = static_cast<float>(std::cos(theta));
       const auto s = static_cast<float>(std::sin(theta));
-      const float a = xr[2 * m];
-      const float b = xr[2 * m + 1];
-      xr[2 * m] = a * c - b * s;
-      xr[2 * m + 1] = b * c + a * s;
+      for (int g = 0; g < groups; ++g) {
+        float* xg = xr + static_cast<size_t>(g) * dim;
+        const float a = xg[2 * m];
+        const float b = xg[2 * m + 1];
+        xg[2 * m] = a * c - b * s;
+        xg[2 * m + 1] = b * c + a * s;
+      }
     }
   }
 }

@@ -8,8 +8,10 @@
 
 namespace rexnlu::backends::cpu {
 
-// In place on x[rows, dim] (row stride ld); positions[rows]; freqs[dim/2]. dim must be even.
-void rotary_interleaved(float* x, int rows, int dim, int ld, const int32_t* positions,
+// In place on x[rows, groups * dim] (row stride ld): each of the `groups` blocks of dim columns
+// turned by the same angles (the link head's q | k: 2 groups, one angle per pair for both);
+// positions[rows]; freqs[dim/2]. dim must be even.
+void rotary_interleaved(float* x, int rows, int dim, int groups, int ld, const int32_t* positions,
                         const float* freqs);
 
 }  // namespace rexnlu::backends::cpu

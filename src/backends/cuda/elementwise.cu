@@ -241,7 +241,8 @@ __global__ void gelu_erf_vec_kernel(uint4* x, size_t vectors) {
   }
 }
 
-__global__ void rotary_kernel(float* x, int rows, int half, int ld, const int32_t* positions, const float* freqs) {
+__global__ void rotary_kernel(float* x, int rows, int half, int groups, int ld, const int32_t* positions,
+                              const float* freqs) {
   pdl_begin();
   const int r = blockIdx.y;
   const int m = blockIdx.x * blockDim.x + threadIdx.x;
@@ -251,10 +252,12 @@ __global__ void rotary_kernel(float* x, int rows, int half, int ld, const int32_
   double sd, cd;
   sincos(theta, &sd, &cd);
   const auto c = static_cast<float>(cd), s = static_cast<float>(sd);
-  float* xr = x + static_cast<size_t>(r) * ld;
-  const float a = xr[2 * m], b = xr[2 * m + 1];
-  xr[2 * m] = a * c - b * s;
-  xr[2 * m + 1] = b * c + a * s;
+  for (int g = 0; g < groups; ++g) {
+    float* xg = x + static_cast<size_t>(r) * ld + static_cast<size_t>(g) * 2 * half;
+    const float a = xg[2 * m], b = xg[2 * m + 1];
+    xg[2 * m] = a * c - b * s;
+    xg[2 * m + 1] = b * c + a * s;
+  }
 }
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }  // null too
@@ -340,12 +343,12 @@ void gelu_erf_rows(DType type, void* x, size_t rows, size_t cols, size_t ld, cud
   });
 }
 
-void rotary_interleaved(float* x, int rows, int dim, int ld, const int32_t* positions, const float* freqs,
-                        cudaStream_t stream) {
-  if (rows <= 0) return;
+void rotary_interleaved(float* x, int rows, int dim, int groups, int ld, const int32_t* positions,
+                        const float* freqs, cudaStream_t stream) {
+  if (rows <= 0 || groups <= 0) return;
   const int half = dim / 2;
   launch_kernel(rotary_kernel, dim3((half + 127) / 128, rows), 128, 0, stream, "cuda::rotary_interleaved", x, rows,
-                half, ld, positions, freqs);
+                half, groups, ld, positions, freqs);
 }
 
 }  // namespace rexnlu::backends::cuda

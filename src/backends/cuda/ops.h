@@ -30,10 +30,10 @@ void gelu_erf(DType type, void* x, size_t n, cudaStream_t stream);
 // The same on `rows` rows of `cols` values, `ld` apart (a column block of a wider matrix).
 void gelu_erf_rows(DType type, void* x, size_t rows, size_t cols, size_t ld, cudaStream_t stream);
 
-// backends::cpu::rotary_interleaved, in place on fp32 x[rows, dim] (row stride ld); theta in
-// double as on the CPU.
-void rotary_interleaved(float* x, int rows, int dim, int ld, const int32_t* positions, const float* freqs,
-                        cudaStream_t stream);
+// backends::cpu::rotary_interleaved, in place on fp32 x[rows, groups * dim] (row stride ld), each
+// group turned by the same angles (computed once per pair); theta in double as on the CPU.
+void rotary_interleaved(float* x, int rows, int dim, int groups, int ld, const int32_t* positions,
+                        const float* freqs, cudaStream_t stream);
 
 // backends::cpu::conv1d_k3 over every sequence of a packed batch. The three taps are ONE product
 // first: taps = x · packed^T with packed = pack_conv1d_k3_weight(...) as a [3*out, in] weight

@@ -23,8 +23,7 @@ void RexLinkHead::forward(backends::Backend& be, const PackedBatch& batch, Const
   const ConstTensorRef positions = be.upload(host_ref(batch.position_ids.data(), {T}));
   const TensorRef qk = be.alloc(DType::kF32, {T, 2 * H});  // row t: q_t | k_t
   ops::linear(be, hidden, qk_, qk);
-  ops::rotary_interleaved(be, qk.columns(0, H), positions, freqs_);
-  ops::rotary_interleaved(be, qk.columns(H, H), positions, freqs_);
+  ops::rotary_interleaved(be, qk, positions, freqs_);  // q and k, by the same angles
 
   // Every sequence's scores at once; only what each query asks comes back to the host.
   std::vector<ops::LinkScoresQuery> asked(queries.size());
