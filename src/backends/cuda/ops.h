@@ -57,10 +57,11 @@ void conv1d_k3_combine(DType taps_type, DType y_type, const void* taps, const De
 enum class TensorCoreKernel { kFlash, kWmma };
 // The flash kernel's key split (AttentionArgs::fa_split; docs/attention_fa_notes.md): kAuto (the
 // default) = where the grid has fewer blocks than SMs and every part keeps at least 128 keys
-// (L512 b1 splits, L128 never), each row block's keys are split over 2 or 4 blocks whose partial
-// (max, sum, O) a second kernel merges: NOT the same bits as the unsplit kernel (another summation
-// order, within its tolerance of the CPU); it needs AttentionArgs::fa_workspace
-// (attention_fa_workspace_bytes). kOff = never (the unsplit kernel's bits at every grid).
+// (on the H200 one sequence of 512 tokens splits in 2, of 128 never), each row block's keys are
+// split over 2 or 4 blocks whose partial (max, sum, O) a second kernel merges: NOT the same bits
+// as the unsplit kernel (another summation order, within its tolerance of the CPU); it needs
+// AttentionArgs::fa_workspace (attention_fa_workspace_bytes). Head_dim 64 only. kOff = never (the
+// unsplit kernel's bits at every grid).
 // CudaBackend: REXNLU_CUDA_FA_SPLIT=auto|off.
 enum class FlashSplit { kAuto, kOff };
 struct AttentionArgs {
