@@ -36,7 +36,7 @@ void check_rows(const char* op, const DisentangledAttention& a, const backends::
 
 #if REXNLU_HAVE_CUDA
 // The CUDA kernel's arguments for the sequences of `batch` (checked by check_rows and the mask checks),
-// with the flash kernel's key-split scratch (REXNLU_CUDA_FA_VARIANT=split) from `ws`: call inside a
+// with the flash kernel's key-split scratch (REXNLU_CUDA_FA_SPLIT=auto, the default) from `ws`: call inside a
 // Workspace::Frame.
 backends::cuda::AttentionArgs cuda_args(const DisentangledAttention& a, const backends::cuda::DeviceBatch& batch,
                                         const backends::cuda::CudaBackend& cb, Workspace& ws) {
@@ -45,7 +45,7 @@ backends::cuda::AttentionArgs cuda_args(const DisentangledAttention& a, const ba
   c.compute = cb.compute_type();
   c.tensor_cores = cb.attention_tensor_cores();
   c.tc_kernel = cb.attention_kernel();
-  c.fa_variant = cb.fa_variant();
+  c.fa_split = cb.fa_split();
   c.batch = batch;
   c.num_heads = a.num_heads;
   c.head_dim = to_int(a.q.cols() / a.num_heads);

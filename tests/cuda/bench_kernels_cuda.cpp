@@ -98,8 +98,8 @@ int main() {
 
   std::printf("| shape | type | qkv GEMM | attention (fused) | out GEMM+bias | LN+res | FFN up | GELU | FFN down | LN+res | "
               "layer sum | x12 layers | head GEMM (f32 out) | rotary | link scores | attention share | attention mma, 64 rows / 16 rows x 4 key groups | "
-              "attention fa, by grid / 64 rows / 16 rows | attention fa by grid, variant gather / paired / early | "
-              "attention fa variant split: by grid (rows, parts; 1 part = early) / 64 rows x 2 parts / 64 rows x 4 parts | link scores, tile 16 / 32 / 64 | "
+              "attention fa by grid: split auto (rows, parts; 1 = unsplit) / split off | attention fa unsplit, 64 rows / 16 rows | "
+              "attention fa split forced, 64 rows x 2 parts / x 4 parts | link scores, tile 16 / 32 / 64 | "
               "FFN up + GELU epilogue (tanh) |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (auto [L, B] : {std::pair{128, 1}, {128, 8}, {128, 32}, {512, 1}, {512, 8}}) {
@@ -188,49 +188,36 @@ int main() {
       const double mma4 = mma_ok ? time_us(s, [&] { kg::disentangled_attention_mma(am, s, 4); }) : -1.0;
       std::printf("| L=%d B=%d | %s |", L, B, name(t));
       for (double u : us) std::printf(" %.1f |", u);
-      // The flash kernel: 16-bit storage only (computed in its type); "-" for fp32.
-      kg::AttentionArgs af = a;
-      af.compute = t;
-      const bool fa_ok = t != DType::kF32 && kg::attention_fa_supported(af);
-      const double fa0 = fa_ok ? time_us(s, [&] { kg::disentangled_attention_fa(af, s, 0); }) : -1.0;
-      const double fa64 = fa_ok ? time_us(s, [&] { kg::disentangled_attention_fa(af, s, 64); }) : -1.0;
-      const double fa16 = fa_ok ? time_us(s, [&] { kg::disentangled_attention_fa(af, s, 16); }) : -1.0;
       std::printf(" %.1f | %.0f | %.1f | %.1f | %.1f | %.0f%% | %.1f / %.1f |", layer, 12 * layer, head, rot, link,
                   100.0 * us[1] / layer, mma1, mma4);
-      if (fa_ok) std::printf(" %.1f / %.1f / %.1f |", fa0, fa64, fa16);
-      else std::printf(" - |");
-      // The flash kernel's code variants (FlashVariant, ops.h; the same bits as the default, "fa, by grid").
-      if (fa_ok) {
-        kg::AttentionArgs ag = af, ap = af, ae = af;
-        ag.fa_variant = kg::FlashVariant::kBatchedGather, ap.fa_variant = kg::FlashVariant::kPairedTiles;
-        ae.fa_variant = kg::FlashVariant::kEarlyWindow;
-        const double gather = time_us(s, [&] { kg::disentangled_attention_fa(ag, s, 0); });
-        const double paired = time_us(s, [&] { kg::disentangled_attention_fa(ap, s, 0); });
-        const double early = time_us(s, [&] { kg::disentangled_attention_fa(ae, s, 0); });
-        std::printf(" %.1f / %.1f / %.1f |", gather, paired, early);
-      } else {
-        std::printf(" - |");
-      }
-      // The key split (FlashVariant::kKeySplit: other bits), its parts as the grid picks them, with
-      // its own workspace (the dispatch takes it from the backend's Workspace).
-      if (fa_ok) {
-        kg::AttentionArgs as = af;
-        as.fa_variant = kg::FlashVariant::kKeySplit;
-        const size_t bytes = kg::attention_fa_workspace_bytes(as);
-        const size_t most = std::max(bytes, kg::attention_fa_workspace_bytes(as, 64, 4));  // the forced parts below
+      // The flash kernel (16-bit storage only, computed in its type; "-" for fp32): by grid as the
+      // dispatch runs it (AttentionArgs::fa_split kAuto, the default: its rows and parts) and with the
+      // split off; each block shape unsplit; 64 rows split into 2 and 4 parts forced (is the
+      // automatic pick right at this shape?). The split's workspace is allocated here (the dispatch
+      // takes it from the backend's Workspace).
+      kg::AttentionArgs af = a;
+      af.compute = t;
+      if (t != DType::kF32 && kg::attention_fa_supported(af)) {
+        const size_t bytes = kg::attention_fa_workspace_bytes(af);
+        const size_t most = std::max(bytes, kg::attention_fa_workspace_bytes(af, 64, 4));  // the forced parts below
         void* split_ws = nullptr;
         kg::check(cudaMalloc(&split_ws, most), "split workspace");
-        as.fa_workspace = split_ws, as.fa_workspace_bytes = most;
-        const int rows = kg::attention_grid_is_small(as, kg::device_limits("bench_kernels_cuda").sms) ? 16 : 64;
+        af.fa_workspace = split_ws, af.fa_workspace_bytes = most;
+        kg::AttentionArgs off = af;
+        off.fa_split = kg::FlashSplit::kOff;
+        const int rows = kg::attention_grid_is_small(af, kg::device_limits("bench_kernels_cuda").sms) ? 16 : 64;
         const size_t per_part = size_t(T) * heads * (hd + 2) * sizeof(float);
-        const double split = time_us(s, [&] { kg::disentangled_attention_fa(as, s, 0); });
-        const double split2 = time_us(s, [&] { kg::disentangled_attention_fa(as, s, 64, 2); });
-        const double split4 = time_us(s, [&] { kg::disentangled_attention_fa(as, s, 64, 4); });
-        std::printf(" %.1f (%d rows, %zu) / %.1f / %.1f |", split, rows, bytes == 0 ? size_t(1) : bytes / per_part, split2,
-                    split4);
+        const double by_grid = time_us(s, [&] { kg::disentangled_attention_fa(af, s, 0); });
+        const double split_off = time_us(s, [&] { kg::disentangled_attention_fa(off, s, 0); });
+        const double fa64 = time_us(s, [&] { kg::disentangled_attention_fa(af, s, 64, 1); });
+        const double fa16 = time_us(s, [&] { kg::disentangled_attention_fa(af, s, 16, 1); });
+        const double split2 = time_us(s, [&] { kg::disentangled_attention_fa(af, s, 64, 2); });
+        const double split4 = time_us(s, [&] { kg::disentangled_attention_fa(af, s, 64, 4); });
+        std::printf(" %.1f (%d rows, %zu) / %.1f | %.1f / %.1f | %.1f / %.1f |", by_grid, rows,
+                    bytes == 0 ? size_t(1) : bytes / per_part, split_off, fa64, fa16, split2, split4);
         cudaFree(split_ws);
       } else {
-        std::printf(" - |");
+        std::printf(" - | - | - |");
       }
       // The link scores' configurations (link_head.cu; "link scores" above: the one picked by the grid).
       for (const int tile : {16, 32, 64}) {

@@ -648,21 +648,25 @@ void check_attention(const Batch& batch, int heads, int head_dim, DType t, const
     // dispatch gives it to the WMMA kernel).
     ASSERT_EQ(kg::attention_fa_supported(a), head_dim == 64) << what;
     // Both block shapes whatever the grid size (64 query rows x 32-key chunks; 16 rows with the
-    // 64-key chunks split between the warps, merged at the end), each twice: the same bits.
+    // 64-key chunks split between the warps, merged at the end), unsplit (1 part: the key split
+    // is check_flash_split's), each twice: the same bits.
     for (int rows : {64, 16}) {
       const std::string label = what + " " + name(t) + " fa rows " + std::to_string(rows);
       dout.poison();
-      kg::disentangled_attention_fa(a, nullptr, rows);
+      kg::disentangled_attention_fa(a, nullptr, rows, 1);
       const std::vector<float> got = dout.floats(t);
       expect_close(got, want, tol, label);
       dout.poison();
-      kg::disentangled_attention_fa(a, nullptr, rows);
+      kg::disentangled_attention_fa(a, nullptr, rows, 1);
       EXPECT_EQ(std::memcmp(got.data(), dout.floats(t).data(), got.size() * 4), 0) << label << ": run twice, other bits";
     }
-    // The dispatch runs it (tensor cores wherever supported, the flash kernel; WMMA at head_dim 16).
+    // The dispatch runs it (tensor cores wherever supported, the flash kernel; WMMA at head_dim 16),
+    // with the key split's workspace where the grid splits (AttentionArgs::fa_split kAuto, the default).
     a.tensor_cores = 1;
     a.tc_kernel = kernel;
     ASSERT_TRUE(kg::attention_uses_tensor_cores(a)) << what;
+    DeviceBuffer split_ws(kg::attention_fa_workspace_bytes(a));
+    a.fa_workspace = split_ws.get(), a.fa_workspace_bytes = split_ws.size();
     dout.poison();
     kg::disentangled_attention(a, nullptr);
     expect_close(dout.floats(t), want, tol, what + " " + name(t) + (head_dim == 64 ? " fa" : " wmma") + " via disentangled_attention");
@@ -735,7 +739,8 @@ TEST_F(Gpu, DisentangledAttentionIsDeterministicAtDemoBatchShapes) {
 // contiguous (L = 512: indices clamped) and scattered positions (beyond rel_rows, not monotonic:
 // windows wider than one per chunk), block-structured masks with a fully masked row, lengths
 // that are not multiples of 16 / 32 / 64, several sequences of different lengths per batch;
-// head_dim 64 (16: DisentangledAttentionFlashHeadDim16).
+// head_dim 64 (16: DisentangledAttentionFlashHeadDim16). Unsplit, then through the dispatch with
+// the automatic key split (L = 512 x 12 heads splits where the GPU has more than 96 SMs).
 TEST_F(Gpu, DisentangledAttentionFlashMatchesCpu) {
   const auto fa = kg::TensorCoreKernel::kFlash;
   const Batch prompt({128, 77, 1, 200, 33}, 21), long_one({512}, 22, Positions::kContiguous);
@@ -748,59 +753,6 @@ TEST_F(Gpu, DisentangledAttentionFlashMatchesCpu) {
   }
 }
 
-// The flash kernel's code variants (FlashVariant, ops.h: the batched c2p/p2c gather, the
-// position tiles two at a time, the next window fetched a chunk ahead) against the default
-// kernel on one batch, bit for bit: they change when loads, copies and MMAs issue, never a sum.
-// Both block shapes and the grid-size pick; then the dispatch (disentangled_attention with
-// AttentionArgs::fa_variant, as CudaBackend passes it) gives the same bits too.
-void check_flash_variants(const Batch& batch, int heads, const std::string& what, uint32_t seed) {
-  const int head_dim = 64, H = heads * head_dim, rel_rows = 512;
-  const kg::FlashVariant variants[] = {kg::FlashVariant::kBatchedGather, kg::FlashVariant::kPairedTiles,
-                                       kg::FlashVariant::kEarlyWindow};
-  const char* variant_names[] = {"gather", "paired", "early"};
-  DeviceBatchBuffers db(batch);
-  for (DType t : {DType::kF16, DType::kBF16}) {
-    const auto qkv = random_vec(size_t(batch.rows) * 3 * H, seed++, -2.0f, 2.0f);
-    const auto rel = random_vec(size_t(rel_rows) * 2 * H, seed++, -2.0f, 2.0f);
-    auto dqkv = DeviceBuffer::from(qkv, t), drel = DeviceBuffer::from(rel, t);
-    DeviceBuffer dout(size_t(batch.rows) * H * dtype_size(t));
-    kg::AttentionArgs a = attention_args(db, heads, head_dim, t, t, dqkv, drel, rel_rows, dout);
-    ASSERT_TRUE(kg::attention_fa_supported(a)) << what;
-    for (int rows : {0, 64, 16}) {
-      const std::string label = what + " " + name(t) + " fa rows " + std::to_string(rows);
-      a.fa_variant = kg::FlashVariant::kBase;
-      dout.poison();
-      kg::disentangled_attention_fa(a, nullptr, rows);
-      const std::vector<float> base = dout.floats(t);
-      size_t written = 0;  // a default output left as poison would make every comparison vacuous
-      for (float x : base) written += !std::isnan(x);
-      EXPECT_EQ(written, base.size()) << label << ": the default kernel left NaN (poison) in its output";
-      for (int v = 0; v < 3; ++v) {
-        a.fa_variant = variants[v];
-        dout.poison();
-        kg::disentangled_attention_fa(a, nullptr, rows);
-        const std::vector<float> got = dout.floats(t);
-        size_t differ = 0, first = 0;
-        for (size_t i = 0; i < got.size(); ++i)
-          if (std::memcmp(&got[i], &base[i], 4) != 0 && differ++ == 0) first = i;
-        EXPECT_EQ(differ, 0u) << label << " variant " << variant_names[v] << ": " << differ << " of " << got.size()
-                              << " values differ from the default kernel's, first at " << first << " ("
-                              << (differ ? got[first] : 0.0f) << " vs " << (differ ? base[first] : 0.0f) << ")";
-      }
-      if (rows == 0) {  // the dispatch passes fa_variant on
-        kg::AttentionArgs d = a;
-        d.fa_variant = kg::FlashVariant::kEarlyWindow, d.tensor_cores = 1, d.tc_kernel = kg::TensorCoreKernel::kFlash;
-        dout.poison();
-        kg::disentangled_attention(d, nullptr);
-        EXPECT_EQ(std::memcmp(dout.floats(t).data(), base.data(), base.size() * 4), 0)
-            << label << ": disentangled_attention with fa_variant early, other bits";
-      }
-    }
-    std::printf("  %-44s %s: gather, paired, early = default, bit for bit (%d rows)\n", what.c_str(), name(t), batch.rows);
-  }
-}
-
-// Whether the flash kernel runs on this device at the model's head_dim (sm_80+ with its shared memory).
 // One batch shape of the model-shape tests: sequence lengths, how positions run, a label.
 struct ShapeCase {
   std::vector<int> lengths;
@@ -808,53 +760,24 @@ struct ShapeCase {
   const char* what;
 };
 
+// Whether the flash kernel runs on this device at the model's head_dim (sm_80+ with its shared memory).
 bool flash_kernel_runs() {
   kg::AttentionArgs a;
   a.type = a.compute = DType::kF16, a.head_dim = 64;
   return kg::attention_fa_supported(a);
 }
 
-// The variants at small shapes (also under compute-sanitizer racecheck: scripts/test_gpu_engine.sh
-// runs Gpu.DisentangledAttentionFlash* there): restarting (segments, block-structured masks),
-// contiguous and scattered positions (several windows per chunk, clamped indices), lengths that
-// are not multiples of 16 / 32 / 64, a fully masked row per sequence (Batch).
-TEST_F(Gpu, DisentangledAttentionFlashVariantsSameBitsSmall) {
-  if (!flash_kernel_runs()) GTEST_SKIP() << "the flash kernel does not run on this device (sm_80+ with its shared memory)";
-  check_flash_variants(Batch({130, 77, 1, 40}, 50), 2, "2x64 L=130,77,1,40 segments", 51);
-  check_flash_variants(Batch({200, 33}, 52, Positions::kContiguous), 2, "2x64 L=200,33 contiguous", 53);
-  check_flash_variants(Batch({97, 3, 250}, 54, Positions::kScattered), 2, "2x64 L=97,3,250 scattered", 55);
-}
-
-// The variants at the model's shapes (12 heads x 64; too large for racecheck, hence the name):
-// L = 128 and 512 with 1, 8 and 32 sequences, contiguous, restarting and scattered positions.
-TEST_F(Gpu, AttentionFlashVariantsSameBitsModelShapes) {
-  const std::vector<ShapeCase> cases = {
-      {{128}, Positions::kContiguous, "L128 b1 contiguous"},
-      {std::vector<int>(8, 128), Positions::kContiguous, "L128 b8 contiguous"},
-      {std::vector<int>(32, 128), Positions::kContiguous, "L128 b32 contiguous"},
-      {std::vector<int>(32, 128), Positions::kSegments, "L128 b32 segments"},
-      {std::vector<int>(8, 128), Positions::kScattered, "L128 b8 scattered"},
-      {{512}, Positions::kContiguous, "L512 b1 contiguous"},
-      {std::vector<int>(8, 512), Positions::kContiguous, "L512 b8 contiguous"},
-      {{512, 300, 77, 1}, Positions::kScattered, "L512,300,77,1 scattered"},
-      {{17, 63, 65, 129, 191, 2}, Positions::kContiguous, "L17..191 contiguous"},
-  };
-  if (!flash_kernel_runs()) GTEST_SKIP() << "the flash kernel does not run on this device (sm_80+ with its shared memory)";
-  uint32_t seed = 60;
-  for (const ShapeCase& c : cases) {
-    check_flash_variants(Batch(c.lengths, seed, c.positions), 12, c.what, seed + 1);
-    seed += 2;
-  }
-}
-
-// The key-split variant (FlashVariant::kKeySplit: each row block's keys over 2 or 4 blocks, their
-// partial (max, sum, O) merged by a second kernel): other bits than the default (another
+// The key split (AttentionArgs::fa_split: each row block's keys over 2 or 4 blocks, their
+// partial (max, sum, O) merged by a second kernel): other bits than the unsplit kernel (another
 // summation order; P rounded against each part's own max), so against the CPU with the flash
-// kernel's tolerance (check_attention), within the 16-bit type's tolerance of the default kernel,
+// kernel's tolerance (check_attention), within the 16-bit type's tolerance of the unsplit kernel,
 // rows without a kept key (row 2 of every sequence longer than 3) exactly zero, and the same bits
-// when run twice. Both block shapes, 2 and 4 parts forced and the grid's pick (1 at large grids:
-// then the early variant, the default's bits); then the dispatch with the workspace (same bits as
-// the direct call by grid) and without it (throws where it splits).
+// when run twice. Both block shapes, 2 and 4 parts forced and the automatic pick (1 where the grid
+// has a block per SM or a part would keep fewer than 128 keys: then the unsplit kernel's bits);
+// then the dispatch with the workspace (same bits as the direct call by grid), without it (throws
+// where it splits), and with fa_split kOff (no workspace, the unsplit kernel's bits). The
+// unsplit kernel runs first, both shapes and the grid's pick: the racecheck step of
+// scripts/fa_gpu.sh covers it through this check too.
 void check_flash_split(const Batch& batch, int heads, const std::string& what, uint32_t seed) {
   const int head_dim = 64, H = heads * head_dim, rel_rows = 512;
   DeviceBatchBuffers db(batch);
@@ -868,15 +791,18 @@ void check_flash_split(const Batch& batch, int heads, const std::string& what, u
     kg::AttentionArgs a = attention_args(db, heads, head_dim, t, t, dqkv, drel, rel_rows, dout);
     ASSERT_TRUE(kg::attention_fa_supported(a)) << what;
     const double tol = 2 * tolerance(t);
+    if (batch.max_len <= 128) {  // 2 parts would keep fewer than 128 keys each
+      EXPECT_EQ(kg::attention_fa_workspace_bytes(a), 0u) << what << " " << name(t) << ": the automatic split splits";
+    }
     for (int rows : {0, 64, 16}) {
-      a.fa_variant = kg::FlashVariant::kBase, a.fa_workspace = nullptr, a.fa_workspace_bytes = 0;
+      a.fa_workspace = nullptr, a.fa_workspace_bytes = 0;
       dout.poison();
-      kg::disentangled_attention_fa(a, nullptr, rows);
+      kg::disentangled_attention_fa(a, nullptr, rows, 1);
       const std::vector<float> base = dout.floats(t);
+      expect_close(base, want, tol, what + " " + name(t) + " fa rows " + std::to_string(rows) + " unsplit vs cpu");
       for (int parts : {0, 2, 4}) {
         const std::string label = what + " " + name(t) + " fa rows " + std::to_string(rows) + " split " +
                                   (parts == 0 ? std::string("by grid") : std::to_string(parts));
-        a.fa_variant = kg::FlashVariant::kKeySplit;
         const size_t bytes = kg::attention_fa_workspace_bytes(a, rows, parts);
         if (parts > 1) {
           EXPECT_GT(bytes, 0u) << label;
@@ -888,8 +814,8 @@ void check_flash_split(const Batch& batch, int heads, const std::string& what, u
         kg::disentangled_attention_fa(a, nullptr, rows, parts);
         const std::vector<float> got = dout.floats(t);
         expect_close(got, want, tol, label + " vs cpu");
-        expect_close(got, base, tolerance(t), label + " vs default");
-        if (bytes == 0) {  // no split at this grid: the early variant, the default's bits
+        expect_close(got, base, tolerance(t), label + " vs unsplit");
+        if (bytes == 0) {  // no split at this grid: the unsplit kernel
           EXPECT_EQ(std::memcmp(got.data(), base.data(), got.size() * 4), 0) << label << ": no split, other bits";
         }
         size_t nonzero = 0;
@@ -902,25 +828,32 @@ void check_flash_split(const Batch& batch, int heads, const std::string& what, u
         dout.poison();
         kg::disentangled_attention_fa(a, nullptr, rows, parts);
         EXPECT_EQ(std::memcmp(got.data(), dout.floats(t).data(), got.size() * 4), 0) << label << ": run twice, other bits";
-        if (rows == 0 && parts == 0) {  // the dispatch passes fa_variant and the workspace on
+        if (rows == 0 && parts == 0) {  // the dispatch passes fa_split and the workspace on
           kg::AttentionArgs d = a;
           d.tensor_cores = 1, d.tc_kernel = kg::TensorCoreKernel::kFlash;
           EXPECT_EQ(kg::attention_fa_workspace_bytes(d), bytes) << label;
           dout.poison();
           kg::disentangled_attention(d, nullptr);
           EXPECT_EQ(std::memcmp(dout.floats(t).data(), got.data(), got.size() * 4), 0)
-              << label << ": disentangled_attention with fa_variant split, other bits";
+              << label << ": disentangled_attention (split auto), other bits";
+          d.fa_workspace = nullptr, d.fa_workspace_bytes = 0;
           if (bytes > 0) {
-            d.fa_workspace = nullptr, d.fa_workspace_bytes = 0;
             EXPECT_THROW(kg::disentangled_attention(d, nullptr), Error) << label << ": no workspace";
           }
+          d.fa_split = kg::FlashSplit::kOff;
+          EXPECT_EQ(kg::attention_fa_workspace_bytes(d), 0u) << label << " split off";
+          dout.poison();
+          kg::disentangled_attention(d, nullptr);
+          EXPECT_EQ(std::memcmp(dout.floats(t).data(), base.data(), base.size() * 4), 0)
+              << label << ": disentangled_attention (split off), not the unsplit kernel's bits";
         }
       }
     }
   }
 }
 
-// The key split at small shapes (also under compute-sanitizer racecheck: scripts/fa_variants_gpu.sh):
+// The key split and the unsplit kernel at small shapes (also under compute-sanitizer racecheck:
+// scripts/fa_gpu.sh):
 // restarting, contiguous and scattered positions, lengths that are not multiples of 16 / 32 / 64,
 // sequences shorter than the parts (empty parts), a fully masked row per sequence.
 TEST_F(Gpu, DisentangledAttentionFlashSplitSmall) {
@@ -932,7 +865,7 @@ TEST_F(Gpu, DisentangledAttentionFlashSplitSmall) {
 
 // The key split at the model's shapes (12 heads x 64): L = 128 and 512 with 1, 2 and 8 sequences,
 // contiguous, restarting and scattered positions (the CPU reference makes it the slowest here).
-TEST_F(Gpu, AttentionFlashVariantsSplitModelShapes) {
+TEST_F(Gpu, AttentionFlashSplitModelShapes) {
   const std::vector<ShapeCase> cases = {
       {{128}, Positions::kContiguous, "L128 b1 contiguous"},
       {{128, 128}, Positions::kScattered, "L128 b2 scattered"},

@@ -1100,6 +1100,7 @@ class Ops16Test : public ::testing::TestWithParam<Precision> {
     if (std::find(devices.begin(), devices.end(), Device::kCuda) == devices.end()) GTEST_SKIP() << "no usable GPU";
     unsetenv("REXNLU_CUDA_16BIT_ACTIVATIONS");  // the default at fp16 / bf16 (cuda_backend.h)
     unsetenv("REXNLU_CUDA_GELU");               // likewise: the GELU in the FFN product's epilogue
+    unsetenv("REXNLU_CUDA_FA_SPLIT");           // likewise: the flash attention's key split (auto)
     open_backend();
     t_ = be_->activation_type();
     ASSERT_EQ(t_, GetParam() == Precision::kFloat16 ? DType::kF16 : DType::kBF16)
@@ -1407,6 +1408,74 @@ TEST_P(Ops16Test, DisentangledAttentionOnSixteenBits) {
     a.out = out32.mutable_ref();
     EXPECT_THROW(disentangled_attention(be(), a), Error);
   }
+}
+
+// One sequence of 512 tokens x 12 heads of 64 (8 row blocks x 12 heads = 96 blocks, fewer than the
+// H200's 132 SMs): the flash kernel splits each row block's keys (REXNLU_CUDA_FA_SPLIT=auto, the
+// default) with its scratch from the backend's Workspace, inside the op's Frame; off runs the
+// unsplit kernel. Both against the reference (twice the tolerance: the probabilities are rounded
+// once more before P·V) and within tol() of each other (another summation order).
+TEST_P(Ops16Test, DisentangledAttentionKeySplitAtL512) {
+#if REXNLU_HAVE_CUDA
+  const int L = 512, heads = 12, d = 64, HD = heads * d, rel_rows = 512;
+  const auto qkv = exact16(random_vec(size_t(L) * 3 * HD, 190)), rel = exact16(random_vec(size_t(rel_rows) * 2 * HD, 191));
+  std::vector<int32_t> pos(L);
+  for (int i = 0; i < L; ++i) pos[i] = i < 20 ? i : i - 20;  // a prompt, then the text from 0
+  const std::vector<uint8_t> mask = attention_mask(L);
+  const float scale = std::sqrt(float(d) * 3.0f);
+  const std::vector<double> want = attention_reference(qkv, rel, pos, mask, L, heads, d, rel_rows, scale);
+  const auto run = [&] {
+    Tensor qkv_d = on_device(qkv, {L, 3 * HD}), rel_d = on_device(rel, {rel_rows, 2 * HD});
+    Tensor pos_d = on_device_plain(pos, {L}), mask_d = on_device_plain(mask, {L, L});
+    Tensor out = on_device(std::vector<float>(size_t(L) * HD, 7.0f), {L, HD});
+    disentangled_attention(be(), fused_attention(qkv_d, rel_d, heads, scale, pos_d, mask_d, out.mutable_ref()));
+    return on_host(out);
+  };
+  ASSERT_EQ(backends::cuda::CudaBackend::of(be()).fa_split(), backends::cuda::FlashSplit::kAuto);
+  const std::vector<float> split = run();
+  expect_close(split, want, 2 * tol());
+  setenv("REXNLU_CUDA_FA_SPLIT", "off", 1);
+  open_backend();
+  unsetenv("REXNLU_CUDA_FA_SPLIT");
+  const std::vector<float> unsplit = run();
+  expect_close(unsplit, want, 2 * tol());
+  for (size_t i = 0; i < split.size(); ++i)
+    ASSERT_NEAR(split[i], unsplit[i], tol() * std::max(1.0f, std::abs(unsplit[i]))) << "split vs unsplit at " << i;
+#endif
+}
+
+// REXNLU_CUDA_FA_SPLIT: the flash kernel's key split at small grids, auto (the default) or off
+// (describe() says so); any other value is refused, naming the variable and the accepted values.
+TEST(CudaFlashSplit, EnvironmentVariableIsReadAndChecked) {
+#if REXNLU_HAVE_CUDA
+  const auto devices = backends::available_devices();
+  if (std::find(devices.begin(), devices.end(), Device::kCuda) == devices.end()) GTEST_SKIP() << "no usable GPU";
+  using backends::cuda::CudaBackend;
+  using backends::cuda::FlashSplit;
+  const LoadOptions options{Device::kCuda, Precision::kFloat16, 0};
+  setenv("REXNLU_CUDA_FA_SPLIT", "on", 1);
+  try {
+    auto be = backends::make_backend(options);
+    ADD_FAILURE() << "REXNLU_CUDA_FA_SPLIT=on accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput) << e.what();
+    const std::string what = e.what();
+    EXPECT_NE(what.find("REXNLU_CUDA_FA_SPLIT=on"), std::string::npos) << what;
+    EXPECT_NE(what.find("expected auto"), std::string::npos) << what;
+    EXPECT_NE(what.find(" or off"), std::string::npos) << what;
+  }
+  for (auto [value, split] : {std::pair{"off", FlashSplit::kOff}, {"auto", FlashSplit::kAuto}}) {
+    setenv("REXNLU_CUDA_FA_SPLIT", value, 1);
+    auto be = backends::make_backend(options);
+    EXPECT_EQ(CudaBackend::of(*be).fa_split(), split) << value;
+    EXPECT_EQ(be->describe().find("(key split off)") != std::string::npos, split == FlashSplit::kOff) << be->describe();
+  }
+  unsetenv("REXNLU_CUDA_FA_SPLIT");
+  auto be = backends::make_backend(options);
+  EXPECT_EQ(CudaBackend::of(*be).fa_split(), FlashSplit::kAuto);  // the default (ops.h)
+#else
+  GTEST_SKIP() << "built without CUDA";
+#endif
 }
 
 // REXNLU_CUDA_ATTENTION picks the tensor-core attention kernel (fa: the flash kernel where it

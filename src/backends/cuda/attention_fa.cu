@@ -4,7 +4,8 @@
 //   S[i,j] = (Q_i·K_j + Q_i·Kr[idx] + K_j·Qr[idx]) / s,  idx = clamp(pos_i - pos_j + rel_rows/2, 0, rel_rows-1)
 //   P = XSoftmax(S, mask);  out_i = sum_j P[i,j] V_j
 // One block = one sequence, one head, 4 warps, two shapes (Shape<D, WQ>; at head_dim 64 about
-// 93 KB (WQ = 4) and 99 KB (WQ = 1) of shared memory and 218 / 208 registers: 2 blocks per SM):
+// 93 KB (WQ = 4) and 99 KB (WQ = 1) of shared memory and 219 / 215 registers (the key split
+// 223 / 219; ptxas -v of CUDA 13.0, sm_90): 2 blocks per SM):
 //   WQ = 4: 64 query rows, warp w owns rows [16w, 16w+16) and all 32 keys of each chunk;
 //   WQ = 1: 16 query rows, warp w owns keys [16w, 16w+16) of each 64-key chunk; the four
 //           (max, sum, O) of a row are merged at the end (small grids).
@@ -14,8 +15,9 @@
 // fp32 buffer, P2C = K·Qr_win^T (the chunk's 16-key tiles x the window tiles the block's rows
 // index; shared by the block when WQ = 4, each warp its own key tile when WQ = 1) into an fp32
 // buffer (WQ = 1: the warp's c2p buffer again, once its C2P terms are gathered), and every
-// accumulator element gathers c2p[i][idx] + p2c[j][idx]; then the mask and an
-// online softmax in registers (row max and sum over the quad of lanes that holds a row), P
+// accumulator element gathers c2p[i][idx] + p2c[j][idx] (all of a thread's 2 x 16 loads issued
+// first, from an index inside the window, then the adds where the pair indexes it); then the mask
+// and an online softmax in registers (row max and sum over the quad of lanes that holds a row), P
 // converted to A fragments in registers and O += P·V (ldmatrix.trans of V).
 // Loads: cp.async 16-byte copies; K, V and key positions are double buffered (the next chunk
 // is fetched while this one is computed); the relative rows live in a ring (row r at slot
@@ -26,14 +28,15 @@
 // Products accumulate in fp32; P is rounded to the 16-bit type before P·V (as flash attention
 // and the WMMA kernel do). Masked entries are excluded by selection (never arithmetic on -inf),
 // padded keys read zero-filled K/V rows, and a row with no kept key is all zeros.
-// Key split (FlashVariant::kKeySplit, V = 4, opt-in; it includes V = 1..3): where the grid is
-// below one block per SM (split_parts_by_grid), each row block's chunks are dealt to `parts`
-// blocks (grid z = sequences x parts), each writing its unnormalised O (fp32), base-2 row max and
+// Key split (template kSplit, head_dim 64; AttentionArgs::fa_split kAuto, the default): where the
+// grid is below one block per SM and each part keeps at least kMinPartKeys keys (split_parts_by_grid),
+// each row block's chunks are dealt to `parts` blocks (grid z = sequences x parts), each running
+// the same loop over its chunk range and writing its unnormalised O (fp32), base-2 row max and
 // row sum to the caller's workspace (AttentionArgs::fa_workspace) instead of the output; a second
 // kernel merges the parts per row (out = sum_p 2^(m_p - M) O_p / sum_p 2^(m_p - M) l_p, zeros
-// where no part kept a key) as the 16-row shape merges its warps. Not the same bits as the other
-// variants (P is rounded relative to each part's own running max, and the sums run in another
-// order); where the grid is large enough it runs V = 3 (early), the same bits as the default.
+// where no part kept a key) as the 16-row shape merges its warps. Not the same bits as the
+// unsplit kernel (P is rounded relative to each part's own running max, and the sums run in
+// another order); elsewhere (or kOff) the unsplit kernel runs.
 // Every loop whose length depends on the positions runs a fixed, unrolled count with a guard
 // inside: ptxas of CUDA 13.0 (sm_90) miscompiled the computed trip count of the strided copy loop
 // `for (e = tid; e < n * kPr; e += kThreads)` over a window's relative rows (a max of three
@@ -172,7 +175,7 @@ __device__ __forceinline__ float exp2_approx(float x) {  // 2^x; 2^-inf = +0
 
 __device__ __forceinline__ int clamp_rel(int x, int rel_rows) { return min(max(x, 0), rel_rows - 1); }
 
-// The key split's partial results (V = 4): part p of packed row r, head h has its unnormalised O at
+// The key split's partial results (kSplit): part p of packed row r, head h has its unnormalised O at
 // o + ((p * rows + r) * heads + h) * D and its (base-2 row max, row sum) at ml + 2 * (same index / D).
 struct SplitParts {
   float* o = nullptr;
@@ -180,10 +183,9 @@ struct SplitParts {
   int parts = 1;
 };
 
-// V: the FlashVariant (ops.h) as an int: 0 kBase, 1 kBatchedGather, 2 kPairedTiles (and 1),
-// 3 kEarlyWindow (and 2), the same bits every one; 4 kKeySplit (and 3): this block computes
-// part blockIdx.z % sp.parts of the chunks into sp (other bits, merged by attention_fa_merge_kernel).
-template <typename T, int D, int WQ, int V>
+// kSplit: this block computes part blockIdx.z % sp.parts of the chunks into sp (merged by
+// attention_fa_merge_kernel); else all of them into a.out (sp unused).
+template <typename T, int D, int WQ, bool kSplit>
 __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a, SplitParts sp) {
   pdl_begin();
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -197,22 +199,22 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a,
   const int kw = WQ == 4 ? 0 : warp;  // the warp's keys within a chunk: [kw * kKW, kw * kKW + kKW)
   const int g = lane >> 2, qd = lane & 3;
 
-  const int b = V == 4 ? blockIdx.z / sp.parts : blockIdx.z, h = blockIdx.y, i0 = blockIdx.x * kBq;
+  const int b = kSplit ? blockIdx.z / sp.parts : blockIdx.z, h = blockIdx.y, i0 = blockIdx.x * kBq;
   const int row0 = a.batch.offsets[b];
   const int L = a.batch.offsets[b + 1] - row0;
   if (i0 >= L) return;
   const int nq = min(kBq, L - i0);
-  // The block's chunks [c0, nc): all of them (nc below), or (V = 4) its part's share [c0, split_nc)
+  // The block's chunks [c0, nc): all of them (nc below), or (kSplit) its part's share [c0, part_nc)
   // (floor-balanced; empty only where the sequence has fewer chunks than parts).
-  const int part = V == 4 ? blockIdx.z % sp.parts : 0;
-  const int c0 = V == 4 ? part * ((L + kBk - 1) / kBk) / sp.parts : 0;
-  const int split_nc = V == 4 ? (part + 1) * ((L + kBk - 1) / kBk) / sp.parts : 0;
-  // V = 4: the partial results of the block's row il (< nq) in sp.
+  const int part = kSplit ? blockIdx.z % sp.parts : 0;
+  const int c0 = kSplit ? part * ((L + kBk - 1) / kBk) / sp.parts : 0;
+  const int part_nc = kSplit ? (part + 1) * ((L + kBk - 1) / kBk) / sp.parts : 0;
+  // kSplit: the partial results of the block's row il (< nq) in sp.
   const auto part_at = [&](int il) {
     return (static_cast<size_t>(part) * a.batch.rows + row0 + i0 + il) * a.num_heads + h;
   };
-  if constexpr (V == 4) {
-    if (c0 >= split_nc) {  // no key here: O = 0, max -inf, sum 0 (weight 0 in the merge)
+  if constexpr (kSplit) {
+    if (c0 >= part_nc) {  // no key here: O = 0, max -inf, sum 0 (weight 0 in the merge)
       for (int e = tid; e < nq * (D / 2); e += kThreads) {
         const int r = e / (D / 2), cc = 2 * (e % (D / 2));
         *reinterpret_cast<float2*>(sp.o + part_at(r) * D + cc) = make_float2(0.0f, 0.0f);
@@ -339,20 +341,23 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a,
     }
   };
 
-  const int nc = V == 4 ? split_nc : (L + kBk - 1) / kBk;
+  const int nc = kSplit ? part_nc : (L + kBk - 1) / kBk;
   int raw[kKu], ctmn[kKt], ctmx[kKt];
   load_pos(c0, raw);
   tile_ranges(c0, raw, ctmn, ctmx);
   if (nc > c0 + 1) load_pos(c0 + 1, raw);
   uint32_t mk_next[2][kNt][2];
   load_mask(c0, mk_next);
-  {
-    int kmn = ctmn[0], kmx = ctmx[0];
+  // A chunk's first window into the ring: the relative rows (at most kRw) that its keys, with
+  // tile ranges tmn / tmx, and the block's rows index.
+  const auto fetch_first_window = [&](const int (&tmn)[kKt], const int (&tmx)[kKt]) {
+    int kmn = tmn[0], kmx = tmx[0];
 #pragma unroll
-    for (int t = 1; t < kKt; ++t) kmn = min(kmn, ctmn[t]), kmx = max(kmx, ctmx[t]);
+    for (int t = 1; t < kKt; ++t) kmn = min(kmn, tmn[t]), kmx = max(kmx, tmx[t]);
     const int lo = clamp_rel(qmn - kmx + half, R), hi = clamp_rel(qmx - kmn + half, R);
     fetch_window(lo, min(hi, lo + kRw - 1));
-  }
+  };
+  fetch_first_window(ctmn, ctmx);
   cp_commit();
 
   uint32_t qf[kKd][4];  // the warp's 16 query rows as A fragments
@@ -394,31 +399,10 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a,
     int ntmn[kKt], ntmx[kKt];
 #pragma unroll
     for (int t = 0; t < kKt; ++t) ntmn[t] = ctmn[t], ntmx[t] = ctmx[t];
-    // Chunk c+1's first window: the relative rows its keys and the block's rows index (<= kRw).
-    const auto next_window = [&](int& lo, int& hi) {
-      int nmn = ntmn[0], nmx = ntmx[0];
-#pragma unroll
-      for (int t = 1; t < kKt; ++t) nmn = min(nmn, ntmn[t]), nmx = max(nmx, ntmx[t]);
-      lo = clamp_rel(qmn - nmx + half, R), hi = min(clamp_rel(qmx - nmn + half, R), lo + kRw - 1);
-    };
-    bool window_fetched = false;  // chunk c+1's first window already enqueued (FlashVariant::kEarlyWindow)
     if (c + 1 < nc) {
       tile_ranges(c + 1, raw, ntmn, ntmx);
       if (c + 2 < nc) load_pos(c + 2, raw);
       fetch_chunk(c + 1, cur ^ 1);
-      if constexpr (V >= 3) {
-        // Early (kEarlyWindow): that window now, with chunk c+1's K and V, a whole chunk ahead of
-        // its use, where this chunk reads one window (all of [rlo, rhi], in the ring) and the two
-        // together span at most kRing rows: then every row it brings takes a slot no row of this
-        // chunk's window has, and every warp is past chunk c-1 (the barrier above). Else after
-        // the gather, as below.
-        int lo, hi;
-        next_window(lo, hi);
-        if (nsub == 1 && max(hi, rhi) - min(lo, rlo) + 1 <= kRing) {
-          fetch_window(lo, hi);
-          window_fetched = true;
-        }
-      }
       cp_commit();
     }
     uint32_t mk[2][kNt][2];
@@ -469,7 +453,7 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a,
         const int r = r0 + 16 * tile + (lane & 7) + (lane >> 4) * 8;
         return static_cast<uint32_t>(((r % kRing) * kLdh + ((lane >> 3) & 1) * 8) * 2);
       };
-      // Window tile t's two n8 accumulators into rows [row, row + 16) of an fp32 buffer (as below).
+      // Window tile t's two n8 accumulators into rows [row, row + 16) of an fp32 buffer (c2p or p2c).
       const auto store_tile = [&](float* buf, int row, int t, const float (&acc)[2][4]) {
 #pragma unroll
         for (int m = 0; m < 2; ++m) {
@@ -484,51 +468,20 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a,
         const int lo = max(clamp_rel(wqmn - wkmx + half, R) - r0, 0);
         const int hi = min(clamp_rel(wqmx - wkmn + half, R) - r0, nr - 1);
         if (lo > hi) return;
-        if constexpr (V >= 2) {
-          // Paired (FlashVariant::kPairedTiles): two window tiles per step, their MMA chains
-          // interleaved; where the count is odd the last tile is computed twice, stored once.
-          const int tl = hi >> 4;
 #pragma unroll
-          for (int i = 0; i < kRw / 16; i += 2) {
-            const int t0 = (lo >> 4) + i;
-            if (t0 > tl) break;
-            const int t1 = min(t0 + 1, tl);
-            float acc[2][2][4] = {};
-            const uint32_t addr0 = sbase + S::kr + ring_row(t0), addr1 = sbase + S::kr + ring_row(t1);
+        for (int i = 0; i < kRw / 16; ++i) {  // window tiles [lo / 16, hi / 16] (hi < nr <= kRw)
+          const int t = (lo >> 4) + i;
+          if (t > hi >> 4) break;
+          float acc[2][4] = {};
+          const uint32_t addr = sbase + S::kr + ring_row(t);
 #pragma unroll
-            for (int kk = 0; kk < kKd; ++kk) {
-              uint32_t b0[4], b1[4];
-              ldsm_x4(b0, addr0 + kk * 32);
-              ldsm_x4(b1, addr1 + kk * 32);
-              mma<T>(acc[0][0], qf[kk], b0[0], b0[1]);
-              mma<T>(acc[0][1], qf[kk], b0[2], b0[3]);
-              mma<T>(acc[1][0], qf[kk], b1[0], b1[1]);
-              mma<T>(acc[1][1], qf[kk], b1[2], b1[3]);
-            }
-            store_tile(c2p, 0, t0, acc[0]);
-            if (t0 < tl) store_tile(c2p, 0, t1, acc[1]);
+          for (int kk = 0; kk < kKd; ++kk) {
+            uint32_t bb[4];
+            ldsm_x4(bb, addr + kk * 32);
+            mma<T>(acc[0], qf[kk], bb[0], bb[1]);
+            mma<T>(acc[1], qf[kk], bb[2], bb[3]);
           }
-        } else {
-#pragma unroll
-          for (int i = 0; i < kRw / 16; ++i) {  // window tiles [lo / 16, hi / 16] (hi < nr <= kRw)
-            const int t = (lo >> 4) + i;
-            if (t > hi >> 4) break;
-            float acc[2][4] = {};
-            const uint32_t addr = sbase + S::kr + ring_row(t);
-#pragma unroll
-            for (int kk = 0; kk < kKd; ++kk) {
-              uint32_t bb[4];
-              ldsm_x4(bb, addr + kk * 32);
-              mma<T>(acc[0], qf[kk], bb[0], bb[1]);
-              mma<T>(acc[1], qf[kk], bb[2], bb[3]);
-            }
-#pragma unroll
-            for (int m = 0; m < 2; ++m) {
-              const int col = 16 * t + 8 * m + 2 * qd;
-              *reinterpret_cast<float2*>(c2p + g * kLdf + col) = make_float2(acc[m][0], acc[m][1]);
-              *reinterpret_cast<float2*>(c2p + (g + 8) * kLdf + col) = make_float2(acc[m][2], acc[m][3]);
-            }
-          }
+          store_tile(c2p, 0, t, acc);
         }
       };
       // P2C: (16-key tile kt) x (window tile t) items; WQ = 4 deals the chunk's items round the
@@ -548,122 +501,59 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a,
         // At most kRw / 16 window tiles per key tile (see c2p_tiles): WQ = 1 a warp has its own
         // key tile's, WQ = 4 the block's kKt tiles' are dealt round the warps.
         constexpr int kWarpItems = kWK > 1 ? kRw / 16 : (kKt * (kRw / 16) + kWarps - 1) / kWarps;
-        if constexpr (V >= 2) {
-          // Paired as the C2P tiles: the warp's items two at a time (the last one twice, stored once).
-          const auto decode = [&](int it, int& kt, int& t) {  // item -> (key tile, window tile), as below
-            kt = 0, t = it;
-            int base = 0;
 #pragma unroll
-            for (int u = 0; u + 1 < kKt; ++u)
-              if (kt == u && t >= tn[u]) t -= tn[u], kt = u + 1;
+        for (int i = 0; i < kWarpItems; ++i) {
+          const int it = kWK > 1 ? i : warp + kWarps * i;
+          if (it >= items) break;
+          // item it -> (key tile kt, window tile t): tiles in order, tn[u] items each
+          int kt = 0, t = it, base = 0;
 #pragma unroll
-            for (int u = 0; u < kKt; ++u)
-              if (u == kt) base = tlo[u];
-            t += base;
-          };
+          for (int u = 0; u + 1 < kKt; ++u)
+            if (kt == u && t >= tn[u]) t -= tn[u], kt = u + 1;
 #pragma unroll
-          for (int i = 0; i < kWarpItems; i += 2) {
-            const int it0 = kWK > 1 ? i : warp + kWarps * i;
-            if (it0 >= items) break;
-            const int next = kWK > 1 ? i + 1 : warp + kWarps * (i + 1);
-            const bool two = i + 1 < kWarpItems && next < items;
-            int kt0, t0, kt1, t1;
-            decode(it0, kt0, t0);
-            decode(two ? next : it0, kt1, t1);
-            float acc[2][2][4] = {};
-            const uint32_t ka0 = kbuf + ((16 * kt0 + (lane & 15)) * kLdh + (lane >> 4) * 8) * 2;
-            const uint32_t ka1 = kbuf + ((16 * kt1 + (lane & 15)) * kLdh + (lane >> 4) * 8) * 2;
-            const uint32_t addr0 = sbase + S::qr + ring_row(t0), addr1 = sbase + S::qr + ring_row(t1);
+          for (int u = 0; u < kKt; ++u)
+            if (u == kt) base = tlo[u];
+          t += base;
+          float acc[2][4] = {};
+          const uint32_t ka = kbuf + ((16 * kt + (lane & 15)) * kLdh + (lane >> 4) * 8) * 2;
+          const uint32_t addr = sbase + S::qr + ring_row(t);
 #pragma unroll
-            for (int kk = 0; kk < kKd; ++kk) {
-              uint32_t af0[4], b0[4], af1[4], b1[4];
-              ldsm_x4(af0, ka0 + kk * 32);
-              ldsm_x4(b0, addr0 + kk * 32);
-              ldsm_x4(af1, ka1 + kk * 32);
-              ldsm_x4(b1, addr1 + kk * 32);
-              mma<T>(acc[0][0], af0, b0[0], b0[1]);
-              mma<T>(acc[0][1], af0, b0[2], b0[3]);
-              mma<T>(acc[1][0], af1, b1[0], b1[1]);
-              mma<T>(acc[1][1], af1, b1[2], b1[3]);
-            }
-            store_tile(p2c, 16 * kt0, t0, acc[0]);
-            if (two) store_tile(p2c, 16 * kt1, t1, acc[1]);
+          for (int kk = 0; kk < kKd; ++kk) {
+            uint32_t af[4], bb[4];
+            ldsm_x4(af, ka + kk * 32);
+            ldsm_x4(bb, addr + kk * 32);
+            mma<T>(acc[0], af, bb[0], bb[1]);
+            mma<T>(acc[1], af, bb[2], bb[3]);
           }
-        } else {
-#pragma unroll
-          for (int i = 0; i < kWarpItems; ++i) {
-            const int it = kWK > 1 ? i : warp + kWarps * i;
-            if (it >= items) break;
-            // item it -> (key tile kt, window tile t): tiles in order, tn[u] items each
-            int kt = 0, t = it, base = 0;
-#pragma unroll
-            for (int u = 0; u + 1 < kKt; ++u)
-              if (kt == u && t >= tn[u]) t -= tn[u], kt = u + 1;
-#pragma unroll
-            for (int u = 0; u < kKt; ++u)
-              if (u == kt) base = tlo[u];
-            t += base;
-            float acc[2][4] = {};
-            const uint32_t ka = kbuf + ((16 * kt + (lane & 15)) * kLdh + (lane >> 4) * 8) * 2;
-            const uint32_t addr = sbase + S::qr + ring_row(t);
-#pragma unroll
-            for (int kk = 0; kk < kKd; ++kk) {
-              uint32_t af[4], bb[4];
-              ldsm_x4(af, ka + kk * 32);
-              ldsm_x4(bb, addr + kk * 32);
-              mma<T>(acc[0], af, bb[0], bb[1]);
-              mma<T>(acc[1], af, bb[2], bb[3]);
-            }
-#pragma unroll
-            for (int m = 0; m < 2; ++m) {
-              const int col = 16 * t + 8 * m + 2 * qd;
-              *reinterpret_cast<float2*>(p2c + (16 * kt + g) * kLdf + col) = make_float2(acc[m][0], acc[m][1]);
-              *reinterpret_cast<float2*>(p2c + (16 * kt + g + 8) * kLdf + col) = make_float2(acc[m][2], acc[m][3]);
-            }
-          }
+          store_tile(p2c, 16 * kt, t, acc);
         }
       };
-      // Gather: each accumulator element adds its terms (pairs that index this window).
+      // Gather: each accumulator element adds its terms (pairs that index this window). Every
+      // load first, from an index inside the window (0 where the pair's index is outside it: a
+      // value read and dropped), then the adds where the index is inside: the 2 x 16 loads issue
+      // back to back (one guarded load-and-add at a time compiled to 16 serialized branches).
       const auto gather = [&](bool add_c2p, bool add_p2c) {
-        if constexpr (V >= 1) {
-          // Batched (FlashVariant::kBatchedGather and up): every load first, from an index inside the
-          // window (0 where the pair's index is outside it: a value read and dropped), then the
-          // adds where the index is inside; the same sums as below in the same order, but the
-          // 2 x 16 loads issue back to back instead of one guarded load-and-add at a time.
-          float t[2][kNt][2];
-          bool in[2][kNt][2];
+        float t[2][kNt][2];
+        bool in[2][kNt][2];
 #pragma unroll
-          for (int rr = 0; rr < 2; ++rr)
+        for (int rr = 0; rr < 2; ++rr)
 #pragma unroll
-            for (int n = 0; n < kNt; ++n)
+          for (int n = 0; n < kNt; ++n)
 #pragma unroll
-              for (int e = 0; e < 2; ++e) {
-                const int idx = clamp_rel(pq[rr] - pk[n][e] + half, R) - r0;
-                const int jl = kw * kKW + 8 * n + 2 * qd + e;
-                in[rr][n][e] = static_cast<unsigned>(idx) < static_cast<unsigned>(nr);
-                const int at = in[rr][n][e] ? idx : 0;
-                t[rr][n][e] = (add_c2p ? c2p[(g + 8 * rr) * kLdf + at] : 0.0f) + (add_p2c ? p2c[jl * kLdf + at] : 0.0f);
-              }
+            for (int e = 0; e < 2; ++e) {
+              const int idx = clamp_rel(pq[rr] - pk[n][e] + half, R) - r0;
+              const int jl = kw * kKW + 8 * n + 2 * qd + e;
+              in[rr][n][e] = static_cast<unsigned>(idx) < static_cast<unsigned>(nr);
+              const int at = in[rr][n][e] ? idx : 0;
+              t[rr][n][e] = (add_c2p ? c2p[(g + 8 * rr) * kLdf + at] : 0.0f) + (add_p2c ? p2c[jl * kLdf + at] : 0.0f);
+            }
 #pragma unroll
-          for (int rr = 0; rr < 2; ++rr)
+        for (int rr = 0; rr < 2; ++rr)
 #pragma unroll
-            for (int n = 0; n < kNt; ++n)
+          for (int n = 0; n < kNt; ++n)
 #pragma unroll
-              for (int e = 0; e < 2; ++e)
-                if (in[rr][n][e]) s[n][2 * rr + e] += t[rr][n][e];
-        } else {
-#pragma unroll
-          for (int rr = 0; rr < 2; ++rr)
-#pragma unroll
-            for (int n = 0; n < kNt; ++n)
-#pragma unroll
-              for (int e = 0; e < 2; ++e) {
-                const int idx = clamp_rel(pq[rr] - pk[n][e] + half, R) - r0;
-                const int jl = kw * kKW + 8 * n + 2 * qd + e;
-                if (static_cast<unsigned>(idx) < static_cast<unsigned>(nr))
-                  s[n][2 * rr + e] += (add_c2p ? c2p[(g + 8 * rr) * kLdf + idx] : 0.0f) + (add_p2c ? p2c[jl * kLdf + idx] : 0.0f);
-              }
-        }
+            for (int e = 0; e < 2; ++e)
+              if (in[rr][n][e]) s[n][2 * rr + e] += t[rr][n][e];
       };
       if constexpr (kWK == 1) {
         c2p_tiles();
@@ -684,11 +574,9 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a,
     // barrier that follows every warp's last read of the ring in this chunk (WQ = 4: the one
     // before the last gather; WQ = 1: this one), so no copy ever writes a slot a warp may still
     // read (nor need the rows it overwrites be proved unused); chunk c+1 waits for it at its top.
-    if (c + 1 < nc && !window_fetched) {
+    if (c + 1 < nc) {
       if constexpr (kWK > 1) __syncthreads();
-      int lo, hi;
-      next_window(lo, hi);
-      fetch_window(lo, hi);
+      fetch_first_window(ntmn, ntmx);
       cp_commit();
     }
 
@@ -756,7 +644,7 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a,
     for (int rr = 0; rr < 2; ++rr) {
       const int il = 16 * wq + g + 8 * rr;
       if (il >= nq) continue;
-      if constexpr (V == 4) {  // the part's unnormalised O and (max, sum), merged by attention_fa_merge_kernel
+      if constexpr (kSplit) {  // the part's unnormalised O and (max, sum), merged by attention_fa_merge_kernel
         float* po = sp.o + part_at(il) * D;
 #pragma unroll
         for (int n = 0; n < D / 8; ++n)
@@ -803,7 +691,7 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a,
           n0 += f * ow.x, n1 += f * ow.y, den += f * ml[2 * (w * 16 + r) + 1];
         }
       }
-      if constexpr (V == 4) {  // the part's (the block's warps merged) O and (max, sum)
+      if constexpr (kSplit) {  // the part's (the block's warps merged) O and (max, sum)
         *reinterpret_cast<float2*>(sp.o + part_at(r) * D + cc) = make_float2(n0, n1);
         if (cc == 0) sp.ml[2 * part_at(r)] = mmax, sp.ml[2 * part_at(r) + 1] = den;
         continue;
@@ -844,20 +732,43 @@ __global__ void __launch_bounds__(256) attention_fa_merge_kernel(AttentionArgs a
 }
 
 constexpr int kMaxParts = 8;
+// Keys every part of the automatic split keeps at least (4 chunks of 32, 2 of 64), counted in
+// the longest sequence's chunks. On the H200 (2026-12-02, docs/attention_fa_notes.md) 2 parts of
+// 64 keys made L128 b1 slower (12.6 us against 10.4 unsplit), 2 parts of 256 keys L512 b1 faster
+// (36.7 against 41.8).
+constexpr int kMinPartKeys = 128;
 
-// Parts per row block of the key split: 1 (no split) where the grid has a block per SM, else the
-// fewest of 2, 4 that give it one, at most half the chunks of the longest sequence.
+// Parts per row block (FlashSplit::kAuto): 1 (no split) where the grid has a block per SM, else
+// the fewest of 2, 4 that give it one, as long as each part keeps kMinPartKeys keys; kOff: 1.
+// Head_dim 64 only (the split kernel is not built at 16: ptxas spilled its 16-row shape there,
+// and the dispatch runs head_dim 16 on the WMMA kernel anyway).
 int split_parts_by_grid(const AttentionArgs& a, int rows, int sms) {
+  if (a.fa_split == FlashSplit::kOff || a.head_dim != 64) return 1;
   const int kBq = rows, kBk = rows == 64 ? 32 : 64;
   const long blocks = static_cast<long>((a.batch.max_length + kBq - 1) / kBq) * a.num_heads * a.batch.num_sequences;
-  const int chunks = (a.batch.max_length + kBk - 1) / kBk;
+  const int chunks = (a.batch.max_length + kBk - 1) / kBk, part_chunks = kMinPartKeys / kBk;
   int parts = 1;
-  while (parts < 4 && blocks * parts < sms && 2 * parts <= chunks) parts *= 2;
+  while (parts < 4 && blocks * parts < sms && 2 * parts * part_chunks <= chunks) parts *= 2;
   return parts;
 }
 
 size_t split_bytes(const AttentionArgs& a, int parts) {
   return parts <= 1 ? 0 : static_cast<size_t>(parts) * a.batch.rows * a.num_heads * (a.head_dim + 2) * sizeof(float);
+}
+
+// The block shape and the parts disentangled_attention_fa(a, stream, rows_per_block, split_parts)
+// runs (0: by grid size, as the WMMA kernel picks its shape; by AttentionArgs::fa_split); the
+// device is queried only where the grid decides.
+struct Plan {
+  int rows = 64, parts = 1;
+};
+Plan plan(const AttentionArgs& a, int rows_per_block, int split_parts, const char* what) {
+  const bool by_grid = rows_per_block == 0 || (split_parts == 0 && a.fa_split == FlashSplit::kAuto);
+  const int sms = by_grid ? device_limits(what).sms : 0;
+  Plan p;
+  p.rows = rows_per_block != 0 ? rows_per_block : attention_grid_is_small(a, sms) ? 16 : 64;
+  p.parts = split_parts != 0 ? split_parts : split_parts_by_grid(a, p.rows, sms);
+  return p;
 }
 
 template <typename T, int D, int WQ>
@@ -866,28 +777,20 @@ void launch_shape(const AttentionArgs& a, int parts, cudaStream_t stream) {
   const dim3 grid((a.batch.max_length + kBq - 1) / kBq, a.num_heads, a.batch.num_sequences);
   constexpr const char* what = "cuda::disentangled_attention (fa)";
   constexpr int bytes = Shape<D, WQ>::bytes;
-  const SplitParts none;
-  switch (a.fa_variant) {
-    case FlashVariant::kBatchedGather: launch_with_smem(attention_fa_kernel<T, D, WQ, 1>, grid, kThreads, bytes, stream, what, a, none); break;
-    case FlashVariant::kPairedTiles: launch_with_smem(attention_fa_kernel<T, D, WQ, 2>, grid, kThreads, bytes, stream, what, a, none); break;
-    case FlashVariant::kEarlyWindow: launch_with_smem(attention_fa_kernel<T, D, WQ, 3>, grid, kThreads, bytes, stream, what, a, none); break;
-    case FlashVariant::kKeySplit: {
-      if (parts <= 1) {  // a grid with a block per SM: the early variant, the same bits as the default
-        launch_with_smem(attention_fa_kernel<T, D, WQ, 3>, grid, kThreads, bytes, stream, what, a, none);
-        break;
-      }
-      SplitParts sp;
-      sp.o = static_cast<float*>(a.fa_workspace);
-      sp.ml = sp.o + static_cast<size_t>(parts) * a.batch.rows * a.num_heads * D;
-      sp.parts = parts;
-      const dim3 split_grid(grid.x, grid.y, grid.z * parts);
-      launch_with_smem(attention_fa_kernel<T, D, WQ, 4>, split_grid, kThreads, bytes, stream, what, a, sp);
-      const size_t threads = static_cast<size_t>(a.batch.rows) * a.num_heads * (D / 2);
-      launch_kernel(attention_fa_merge_kernel<T, D>, dim3(static_cast<unsigned>((threads + 255) / 256)), dim3(256), 0,
-                    stream, "cuda::disentangled_attention (fa split merge)", a, sp);
-      break;
-    }
-    default: launch_with_smem(attention_fa_kernel<T, D, WQ, 0>, grid, kThreads, bytes, stream, what, a, none); break;
+  if (parts <= 1) {
+    launch_with_smem(attention_fa_kernel<T, D, WQ, false>, grid, kThreads, bytes, stream, what, a, SplitParts{});
+    return;
+  }
+  if constexpr (D == 64) {  // the split at head_dim 64 only (split_parts_by_grid; checked by the caller)
+    SplitParts sp;
+    sp.o = static_cast<float*>(a.fa_workspace);
+    sp.ml = sp.o + static_cast<size_t>(parts) * a.batch.rows * a.num_heads * D;
+    sp.parts = parts;
+    const dim3 split_grid(grid.x, grid.y, grid.z * parts);
+    launch_with_smem(attention_fa_kernel<T, D, WQ, true>, split_grid, kThreads, bytes, stream, what, a, sp);
+    const size_t threads = static_cast<size_t>(a.batch.rows) * a.num_heads * (D / 2);
+    launch_kernel(attention_fa_merge_kernel<T, D>, dim3(static_cast<unsigned>((threads + 255) / 256)), dim3(256), 0,
+                  stream, "cuda::disentangled_attention (fa split merge)", a, sp);
   }
 }
 
@@ -919,10 +822,10 @@ bool attention_fa_supported(const AttentionArgs& a) {
 }
 
 size_t attention_fa_workspace_bytes(const AttentionArgs& a, int rows_per_block, int split_parts) {
-  if (a.fa_variant != FlashVariant::kKeySplit || a.batch.num_sequences <= 0) return 0;
-  const int sms = rows_per_block == 0 || split_parts == 0 ? device_limits("cuda::attention_fa_workspace_bytes").sms : 0;
-  if (rows_per_block == 0) rows_per_block = attention_grid_is_small(a, sms) ? 16 : 64;
-  return split_bytes(a, split_parts == 0 ? split_parts_by_grid(a, rows_per_block, sms) : split_parts);
+  // Not the flash kernel's arguments (16-bit storage computed in that type): the dispatch runs another kernel.
+  if (a.type != a.compute || (a.type != DType::kF16 && a.type != DType::kBF16)) return 0;
+  if (a.batch.num_sequences <= 0 || split_parts == 1 || (split_parts == 0 && a.fa_split == FlashSplit::kOff)) return 0;
+  return split_bytes(a, plan(a, rows_per_block, split_parts, "cuda::attention_fa_workspace_bytes").parts);
 }
 
 void disentangled_attention_fa(const AttentionArgs& a, cudaStream_t stream, int rows_per_block, int split_parts) {
@@ -930,7 +833,8 @@ void disentangled_attention_fa(const AttentionArgs& a, cudaStream_t stream, int 
   if (rows_per_block != 0 && rows_per_block != 16 && rows_per_block != 64)
     throw InternalError(std::string(what) + ": rows_per_block must be 0 (by grid size), 16 or 64");
   if (split_parts < 0 || split_parts > kMaxParts)
-    throw InternalError(std::string(what) + ": split_parts must be 0 (by grid size) to " + std::to_string(kMaxParts));
+    throw InternalError(std::string(what) + ": split_parts must be 0 (by AttentionArgs::fa_split and the grid) to " +
+                        std::to_string(kMaxParts));
   if (a.type != a.compute || (a.type != DType::kF16 && a.type != DType::kBF16) || (a.head_dim != 64 && a.head_dim != 16))
     throw InternalError(std::string(what) + ": needs F16 or BF16 storage computed in that type and head_dim 64 or 16");
   const size_t es = 2;
@@ -939,23 +843,20 @@ void disentangled_attention_fa(const AttentionArgs& a, cudaStream_t stream, int 
     throw InternalError(std::string(what) +
                         ": q, k, v, q_rel, k_rel and their row strides must be 16-byte aligned, out 4-byte with an even row stride");
   if (a.batch.num_sequences <= 0) return;
-  if (rows_per_block == 0) {
-    rows_per_block = attention_grid_is_small(a, device_limits(what).sms) ? 16 : 64;  // as the WMMA kernel
-  }
-  int parts = 1;
-  if (a.fa_variant == FlashVariant::kKeySplit) {
-    parts = split_parts != 0 ? split_parts : split_parts_by_grid(a, rows_per_block, device_limits(what).sms);
-    if (parts > 1 && a.batch.rows < a.batch.max_length)  // the partial results are indexed by packed row
-      throw InternalError(std::string(what) + ": the key split needs DeviceBatch::rows (the packed rows), got " +
-                          std::to_string(a.batch.rows));
-    const size_t need = split_bytes(a, parts);
-    if (need > 0 && (a.fa_workspace == nullptr || a.fa_workspace_bytes < need || !aligned(a.fa_workspace, 16)))
-      throw InternalError(std::string(what) + ": the key split needs AttentionArgs::fa_workspace (16-byte aligned) of " +
-                          std::to_string(need) + " bytes (attention_fa_workspace_bytes), got " +
-                          std::to_string(a.fa_workspace_bytes));
-  }
-  if (a.type == DType::kF16) launch<__half>(a, rows_per_block, parts, stream);
-  else launch<__nv_bfloat16>(a, rows_per_block, parts, stream);
+  const auto [rows, parts] = plan(a, rows_per_block, split_parts, what);
+  if (parts > 1 && a.head_dim != 64)
+    throw InternalError(std::string(what) + ": the key split runs at head_dim 64 only, got split_parts " +
+                        std::to_string(parts) + " at head_dim " + std::to_string(a.head_dim));
+  if (parts > 1 && a.batch.rows < a.batch.max_length)  // the partial results are indexed by packed row
+    throw InternalError(std::string(what) + ": the key split needs DeviceBatch::rows (the packed rows), got " +
+                        std::to_string(a.batch.rows));
+  const size_t need = split_bytes(a, parts);
+  if (need > 0 && (a.fa_workspace == nullptr || a.fa_workspace_bytes < need || !aligned(a.fa_workspace, 16)))
+    throw InternalError(std::string(what) + ": the key split needs AttentionArgs::fa_workspace (16-byte aligned) of " +
+                        std::to_string(need) + " bytes (attention_fa_workspace_bytes), got " +
+                        std::to_string(a.fa_workspace_bytes));
+  if (a.type == DType::kF16) launch<__half>(a, rows, parts, stream);
+  else launch<__nv_bfloat16>(a, rows, parts, stream);
 }
 
 }  // namespace rexnlu::backends::cuda

@@ -1,9 +1,7 @@
 #include "backends/cuda/cuda_backend.h"
 
-#include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <iterator>
 #include <new>
 #include <string>
 #include <string_view>
@@ -17,17 +15,6 @@
 namespace rexnlu::backends::cuda {
 
 namespace {
-
-// REXNLU_CUDA_FA_VARIANT's values (ops.h, FlashVariant), read by the constructor, named by describe().
-constexpr std::pair<FlashVariant, const char*> kFlashVariantNames[] = {
-    {FlashVariant::kBase, "base"},         {FlashVariant::kBatchedGather, "gather"}, {FlashVariant::kPairedTiles, "paired"},
-    {FlashVariant::kEarlyWindow, "early"}, {FlashVariant::kKeySplit, "split"}};
-
-const char* flash_variant_name(FlashVariant v) {
-  for (const auto& [variant, name] : kFlashVariantNames)
-    if (variant == v) return name;
-  return "?";
-}
 
 constexpr size_t kBlasWorkspaceBytes = size_t{32} << 20;  // cuBLASLt scratch (gemm.h)
 
@@ -93,17 +80,14 @@ CudaBackend::CudaBackend(int device_index, Precision precision)
       throw InputError("REXNLU_CUDA_ATTENTION=" + kernel + ": expected fa (the flash kernel where it applies, the default) or wmma");
     attention_kernel_ = kernel == "fa" ? TensorCoreKernel::kFlash : TensorCoreKernel::kWmma;
   }
-  if (const char* v = std::getenv("REXNLU_CUDA_FA_VARIANT"); v != nullptr && *v != 0) {
-    const std::string variant(v);
-    const auto named = std::find_if(std::begin(kFlashVariantNames), std::end(kFlashVariantNames),
-                                    [&](const auto& n) { return variant == n.second; });
-    if (named == std::end(kFlashVariantNames))
-      throw InputError("REXNLU_CUDA_FA_VARIANT=" + variant +
-                       ": expected base (the default), gather (the batched c2p/p2c gather), paired (that and the "
-                       "position tiles two at a time), early (that and the next window fetched a chunk ahead): "
-                       "code variants of the flash attention kernel, the same bits; or split (early, and the keys "
-                       "of each row block split over several blocks at small grids: other bits)");
-    fa_variant_ = named->first;
+  if (const char* v = std::getenv("REXNLU_CUDA_FA_SPLIT"); v != nullptr && *v != 0) {
+    const std::string split(v);
+    if (split != "auto" && split != "off")
+      throw InputError("REXNLU_CUDA_FA_SPLIT=" + split +
+                       ": expected auto (the default: the flash attention kernel splits each row block's keys over "
+                       "2 or 4 blocks where its grid has fewer blocks than SMs and every part keeps 128 keys) or off "
+                       "(never: the unsplit kernel's bits at every grid)");
+    fa_split_ = split == "auto" ? FlashSplit::kAuto : FlashSplit::kOff;
   }
   // REXNLU_CUDA_GELU (cuda_backend.h): unset = the epilogue at fp16 only, tanh = at bf16 too, erf = never.
   std::string gelu_choice;
@@ -166,9 +150,7 @@ std::string CudaBackend::describe() const {
   const std::string attention = precision() == Precision::kFloat32 ? ""
                                 : attention_kernel_ == TensorCoreKernel::kFlash && !fp32_activations_
                                     ? std::string(", flash attention where it applies") +
-                                          (fa_variant_ == FlashVariant::kBase
-                                               ? ""
-                                               : std::string(" (variant ") + flash_variant_name(fa_variant_) + ")")
+                                          (fa_split_ == FlashSplit::kOff ? " (key split off)" : "")
                                     : ", WMMA attention";
   return "cuda:" + std::to_string(index_) + ", " + name_ + ", " + std::string(precision_name(precision())) +
          " weights, " + std::string(activations) + " activations, cuBLASLt" + attention +

@@ -65,10 +65,9 @@ class CudaBackend final : public Backend {
   // (REXNLU_CUDA_ATTENTION=fa, the default: ops.h) or always the WMMA one
   // (REXNLU_CUDA_ATTENTION=wmma, the fallback); another value throws from the constructor.
   TensorCoreKernel attention_kernel() const { return attention_kernel_; }
-  // The flash kernel's code variant (AttentionArgs::fa_variant, ops.h; the same bits each but split):
-  // REXNLU_CUDA_FA_VARIANT=base (the default), gather, paired, early or split (the key split at small
-  // grids: other bits, within tolerance); another value throws from the constructor.
-  FlashVariant fa_variant() const { return fa_variant_; }
+  // The flash kernel's key split at small grids (AttentionArgs::fa_split, ops.h): REXNLU_CUDA_FA_SPLIT=auto
+  // (the default) or off (the unsplit kernel's bits everywhere); another value throws from the constructor.
+  FlashSplit fa_split() const { return fa_split_; }
   // Whether our kernels are launched with programmatic dependent launch (common.h, types.cuh):
   // on an sm_90+ device unless REXNLU_CUDA_PDL=0 (plain launches; below sm_90 always plain; measured
   // 1-3 % faster on the H200, docs/benchmarks.md session 12); another value throws from the constructor. Set process-wide
@@ -106,7 +105,7 @@ class CudaBackend final : public Backend {
   bool fp32_activations_ = false;  // true with REXNLU_CUDA_16BIT_ACTIVATIONS=0
   int attention_tensor_cores_ = -1;
   TensorCoreKernel attention_kernel_ = TensorCoreKernel::kFlash;
-  FlashVariant fa_variant_ = FlashVariant::kBase;
+  FlashSplit fa_split_ = FlashSplit::kAuto;
   bool programmatic_launch_ = false;
   bool gelu_epilogue_ = false;
 };

@@ -55,18 +55,15 @@ void conv1d_k3_combine(DType taps_type, DType y_type, const void* taps, const De
 // kernel on the H200; docs/parity.md, session 10, on its correctness); kWmma = always the WMMA
 // kernel (attention_mma.cu). CudaBackend: REXNLU_CUDA_ATTENTION=fa|wmma.
 enum class TensorCoreKernel { kFlash, kWmma };
-// The flash kernel's code variant (AttentionArgs::fa_variant), the same bits every way
-// (docs/attention_fa_notes.md): kBase = the default; kBatchedGather = the c2p/p2c gather issues
-// all its shared-memory loads before any add instead of one guarded load-and-add per element;
-// kPairedTiles = that, and the C2P / P2C tiles computed two at a time (interleaved MMA chains);
-// kEarlyWindow = that, and the next chunk's relative rows fetched with its K and V (a chunk
-// ahead) wherever the ring has room for both windows (contiguous positions).
-// kKeySplit (opt-in, NOT the same bits: another summation order, within the kernel's tolerance of
-// the CPU): kEarlyWindow, and where the grid has fewer blocks than SMs each row block's keys are
-// split over 2 or 4 blocks whose partial (max, sum, O) a second kernel merges; it needs
-// AttentionArgs::fa_workspace (attention_fa_workspace_bytes). Elsewhere it runs kEarlyWindow.
-// CudaBackend: REXNLU_CUDA_FA_VARIANT=base|gather|paired|early|split.
-enum class FlashVariant { kBase, kBatchedGather, kPairedTiles, kEarlyWindow, kKeySplit };
+// The flash kernel's key split (AttentionArgs::fa_split; docs/attention_fa_notes.md): kAuto (the
+// default) = where the grid has fewer blocks than SMs and every part keeps at least 128 keys
+// (on the H200 one sequence of 512 tokens splits in 2, of 128 never), each row block's keys are
+// split over 2 or 4 blocks whose partial (max, sum, O) a second kernel merges: NOT the same bits
+// as the unsplit kernel (another summation order, within its tolerance of the CPU); it needs
+// AttentionArgs::fa_workspace (attention_fa_workspace_bytes). Head_dim 64 only. kOff = never (the
+// unsplit kernel's bits at every grid).
+// CudaBackend: REXNLU_CUDA_FA_SPLIT=auto|off.
+enum class FlashSplit { kAuto, kOff };
 struct AttentionArgs {
   DType type = DType::kF32;  // of q, k, v, q_rel, k_rel, out
   // Arithmetic of the products. F32: CUDA cores, any storage type. F16 / BF16: tensor cores
@@ -80,7 +77,7 @@ struct AttentionArgs {
   // is supported, 0 never (CudaBackend: REXNLU_CUDA_MMA_ATTENTION).
   int tensor_cores = -1;
   TensorCoreKernel tc_kernel = TensorCoreKernel::kFlash;
-  FlashVariant fa_variant = FlashVariant::kBase;
+  FlashSplit fa_split = FlashSplit::kAuto;
   DeviceBatch batch;
   int num_heads = 0;
   int head_dim = 0;  // 16, 32, 64 or 128
@@ -95,14 +92,14 @@ struct AttentionArgs {
   float scale = 1.0f;  // float32(sqrt(head_dim * 3))
   void* out = nullptr;  // [rows, heads*head_dim], row stride ld_out
   int ld_out = 0;
-  // Device scratch of the flash kernel's key split (fa_variant kKeySplit; 16-byte aligned, stream
+  // Device scratch of the flash kernel's key split (fa_split; 16-byte aligned, stream
   // ordered: free again once the launch's kernels ran): attention_fa_workspace_bytes(args) bytes.
   void* fa_workspace = nullptr;
   size_t fa_workspace_bytes = 0;
 };
-// The bytes of fa_workspace disentangled_attention(args) needs (0 unless fa_variant is kKeySplit
-// and the grid is small enough to split; queries the current device then). rows_per_block and
-// split_parts as disentangled_attention_fa's (attention_fa.h; 0 = by grid size, as the dispatch).
+// The bytes of fa_workspace disentangled_attention(args) needs (0 unless the arguments are the flash
+// kernel's, fa_split is kAuto and the grid splits; queries the current device then). rows_per_block
+// and split_parts as disentangled_attention_fa's (attention_fa.h; 0 = by grid size, as the dispatch).
 size_t attention_fa_workspace_bytes(const AttentionArgs& args, int rows_per_block = 0, int split_parts = 0);
 // q, k, v, q_rel, k_rel and their row strides must be 16-byte aligned (the encoder's fused
 // buffers are). Throws rexnlu::Error (kInternal) otherwise, for an unsupported head_dim, or when
