@@ -85,6 +85,9 @@ int main(int argc, char** argv) {
   if (const char* g = std::getenv("REXNLU_CUDA_GELU"); g != nullptr && std::string(g) == "erf" &&
                                                       options.device == rexnlu::Device::kCuda)
     engine += "-geluerf";  // the exact GELU as its own kernel instead of the GEMM's tanh-form epilogue
+  if (const char* s = std::getenv("REXNLU_CUDA_FA_SPLIT"); s != nullptr && std::string(s) == "off" &&
+                                                          options.device == rexnlu::Device::kCuda)
+    engine += "-nosplit";  // the flash attention's key split at small grids turned off (backends/cuda/ops.h)
   const char* link_threshold = std::getenv("REXNLU_BENCH_LINK_THRESHOLD");
   if (link_threshold) engine += "-links";
   // The full-size case has no vocab.txt: the embedding table's rows stand for the vocabulary.

@@ -6,7 +6,8 @@
 # torch.compile with CUDA graphs.
 #   bench/run_gpu_bench.sh BUILD_DIR [WORK_DIR=/tmp/rexnlu_gpu_bench]
 # Needs BUILD_DIR/bench/encoder_bench from a CUDA build (scripts/test_gpu_engine.sh with BENCH=1
-# makes it) and python3 with torch and numpy. TORCH_MODES / CASES / MIN_SECONDS override the defaults.
+# makes it) and python3 with torch and numpy. TORCH_MODES / CASES / MIN_SECONDS override the defaults;
+# SKIP_ROWS="wmma act32" leaves out those rows of earlier kernels (each costs a pass over the cases).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="$(realpath "$1")"
@@ -14,6 +15,7 @@ WORK="${2:-/tmp/rexnlu_gpu_bench}"
 CASES="${CASES:-L128_b1 L128_b8 L128_b32 L512_b1 L512_b8}"
 MODES="${TORCH_MODES:-eager_fp32,autocast_fp16,compile_fp16,compile_fp16_graphs}"
 MIN_SECONDS="${MIN_SECONDS:-1}"
+SKIP_ROWS=" ${SKIP_ROWS:-} "
 mkdir -p "$WORK"
 # shellcheck disable=SC2086
 python3 "$ROOT/bench/bench_cases.py" "$WORK" $CASES
@@ -33,12 +35,15 @@ REXNLU_CUDA_PDL=0 "$BUILD/bench/encoder_bench" "$WORK/model" "$WORK/cases.json" 
 # fp16 with the exact GELU as its own kernel (REXNLU_CUDA_GELU=erf) instead of cuBLASLt's tanh-form
 # epilogue on the FFN-up product (the default at fp16/bf16 since session 12): what the fusion saves.
 REXNLU_CUDA_GELU=erf "$BUILD/bench/encoder_bench" "$WORK/model" "$WORK/cases.json" 1 "$MIN_SECONDS" cuda fp16 >> "$WORK/results.jsonl"
+# fp16 with the flash attention's key split turned off (REXNLU_CUDA_FA_SPLIT=off; by default the keys
+# of each row block are split over 2-4 blocks where the grid has fewer blocks than SMs: L512 b1).
+REXNLU_CUDA_FA_SPLIT=off "$BUILD/bench/encoder_bench" "$WORK/model" "$WORK/cases.json" 1 "$MIN_SECONDS" cuda fp16 >> "$WORK/results.jsonl"
 # fp16 / bf16 with the WMMA attention kernel instead of the default flash one (backends/cuda/ops.h).
-for p in fp16 bf16; do
+[[ $SKIP_ROWS == *" wmma "* ]] || for p in fp16 bf16; do
   REXNLU_CUDA_ATTENTION=wmma "$BUILD/bench/encoder_bench" "$WORK/model" "$WORK/cases.json" 1 "$MIN_SECONDS" cuda "$p" >> "$WORK/results.jsonl"
 done
 # fp16 / bf16 with fp32 activations (REXNLU_CUDA_16BIT_ACTIVATIONS=0): what the default 16-bit ones save.
-for p in fp16 bf16; do
+[[ $SKIP_ROWS == *" act32 "* ]] || for p in fp16 bf16; do
   REXNLU_CUDA_16BIT_ACTIVATIONS=0 "$BUILD/bench/encoder_bench" "$WORK/model" "$WORK/cases.json" 1 "$MIN_SECONDS" cuda "$p" >> "$WORK/results.jsonl"
 done
 python3 "$ROOT/bench/bench_torch_gpu.py" "$WORK/model" "$WORK/cases.json" "$MODES" "$MIN_SECONDS" >> "$WORK/results.jsonl"
