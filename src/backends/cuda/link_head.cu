@@ -159,7 +159,11 @@ void link_scores(const LinkScoresArgs& a, cudaStream_t stream) {
     throw InternalError("cuda::link_scores: tile must be 0, 16, 32 or 64, got " + std::to_string(a.tile));
   check(cudaMemsetAsync(a.count, 0, sizeof(int), stream), "cuda::link_scores count");
   if (a.batch.num_sequences <= 0) return;
-  // The largest tile whose grid still has a block for every multiprocessor.
+  // The largest tile whose grid still has a block for (nearly) every multiprocessor: 3/4 of them,
+  // so that L128 b32 (128 blocks of 64 on the H200's 132 SMs) takes the 64 tile. bench_kernels_cuda
+  // on the H200 (2026-12-02, us for tile 16 / 32 / 64): L128 b1 8.9 / 16.4 / 39.1, b8 20.6 / 17.2 /
+  // 39.0, b32 66.6 / 54.8 / 40.1, L512 b1 35.8 / 26.0 / 39.4, b8 246 / 173 / 157: this rule picks
+  // the fastest at each.
   int tile = a.tile;
   if (tile == 0) {
     const int sms = device_limits("cuda::link_scores").sms;
@@ -167,7 +171,8 @@ void link_scores(const LinkScoresArgs& a, cudaStream_t stream) {
       const int64_t tiles = (a.batch.max_length + t - 1) / t;
       return tiles * tiles * a.batch.num_sequences;
     };
-    tile = blocks(64) >= sms ? 64 : blocks(32) >= sms ? 32 : 16;
+    const int64_t enough = (3 * static_cast<int64_t>(sms) + 3) / 4;
+    tile = blocks(64) >= enough ? 64 : blocks(32) >= enough ? 32 : 16;
   }
   const bool vec = a.dim % 4 == 0 && a.ld % 4 == 0 && reinterpret_cast<uintptr_t>(a.q) % 16 == 0 &&
                    reinterpret_cast<uintptr_t>(a.k) % 16 == 0;

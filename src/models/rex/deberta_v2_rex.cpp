@@ -52,7 +52,7 @@ DebertaV2RexEncoder::DebertaV2RexEncoder(const rex::ModelConfig& c, WeightLoader
   }
 }
 
-void DebertaV2RexEncoder::forward(backends::Backend& be, const PackedBatch& batch, TensorRef h) const {
+ConstTensorRef DebertaV2RexEncoder::forward(backends::Backend& be, const PackedBatch& batch, TensorRef h) const {
   const int64_t T = batch.rows(), H = hidden_;
   // Everything the layers read from the host goes to the device first, so that the layers
   // themselves are device work only (a GPU records them once per shape and replays them).
@@ -90,6 +90,7 @@ void DebertaV2RexEncoder::forward(backends::Backend& be, const PackedBatch& batc
       if (l == 0) run_conv(be, seqs, keep, emb, h);
     }
   });
+  return positions;
 }
 
 std::vector<uint8_t> DebertaV2RexEncoder::input_mask(const PackedBatch& batch) {

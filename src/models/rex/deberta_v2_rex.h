@@ -29,7 +29,9 @@ class DebertaV2RexEncoder {
   // Last hidden states of every token: hidden_out [batch.rows(), hidden_size()] on the backend, of
   // the backend's activation_type() (every activation of the pass is: 16-bit on the GPU at
   // fp16 / bf16). Scratch comes from the backend's workspace (the caller starts the pass).
-  void forward(backends::Backend& be, const PackedBatch& batch, TensorRef hidden_out) const;
+  // Returns the batch's position ids as uploaded to the backend (I32 [batch.rows()], in the pass's
+  // workspace): the link head turns q and k by them without a second upload.
+  ConstTensorRef forward(backends::Backend& be, const PackedBatch& batch, TensorRef hidden_out) const;
 
  private:
   struct Layer {

@@ -18,9 +18,9 @@ RexLinkHead::RexLinkHead(const rex::ModelConfig& c, WeightLoader& w) : hidden_(c
 }
 
 void RexLinkHead::forward(backends::Backend& be, const PackedBatch& batch, ConstTensorRef hidden,
-                          const std::vector<LinkQuery>& queries, std::vector<SequenceLinks>& out) const {
+                          ConstTensorRef positions, const std::vector<LinkQuery>& queries,
+                          std::vector<SequenceLinks>& out) const {
   const int64_t T = batch.rows(), H = hidden_;
-  const ConstTensorRef positions = be.upload(host_ref(batch.position_ids.data(), {T}));
   const TensorRef qk = be.alloc(DType::kF32, {T, 2 * H});  // row t: q_t | k_t
   ops::linear(be, hidden, qk_, qk);
   ops::rotary_interleaved(be, qk, positions, freqs_);  // q and k, by the same angles

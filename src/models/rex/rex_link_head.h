@@ -21,8 +21,9 @@ class RexLinkHead {
   // hidden [batch.rows(), H] on the backend (F32 or the backend's activation type) -> per
   // sequence b what queries[b] asks of its L*L logit matrix, on the host (out is resized; the
   // scores: ops::link_scores). q|k, the rotary and the scores are fp32 (the q|k product reads
-  // 16-bit hidden states and writes fp32).
-  void forward(backends::Backend& be, const PackedBatch& batch, ConstTensorRef hidden,
+  // 16-bit hidden states and writes fp32). positions: the batch's position ids on the backend
+  // (I32 [batch.rows()], as the encoder's forward returns them).
+  void forward(backends::Backend& be, const PackedBatch& batch, ConstTensorRef hidden, ConstTensorRef positions,
                const std::vector<LinkQuery>& queries, std::vector<SequenceLinks>& out) const;
 
  private:

@@ -82,11 +82,11 @@ void RexUniNluModel::run(const std::vector<SequenceInput>& batch, bool dense, st
   be.begin_pass();
   const int64_t H = encoder_->hidden_size();
   const TensorRef h = be.alloc(be.activation_type(), {packed.rows(), H});
-  encoder_->forward(be, packed, h);
+  const ConstTensorRef positions = encoder_->forward(be, packed, h);
   std::vector<LinkQuery> queries(batch.size());  // default: the dense Z alone
   if (!dense)
     for (size_t b = 0; b < batch.size(); ++b) queries[b] = batch[b].query;
-  head_->forward(be, packed, h, queries, links);
+  head_->forward(be, packed, h, positions, queries, links);
   if (hidden) {
     TensorRef h32 = h;  // the hidden states as F32 (widened on the device when they are 16-bit)
     if (h.dtype != DType::kF32) {
