@@ -25,11 +25,12 @@ TensorRef project_qkv(backends::Backend& be, const EncoderLayerWeights& L, Const
   return qkv;
 }
 
-void attention_output_and_ffn(backends::Backend& be, const EncoderLayerWeights& L, ConstTensorRef ctx, TensorRef h) {
+void attention_output_and_ffn(backends::Backend& be, const EncoderLayerWeights& L, ConstTensorRef ctx, ConstTensorRef x,
+                              TensorRef h) {
   const int64_t T = h.rows();
   const TensorRef attn = be.alloc(h.dtype, {T, h.cols()});
   ops::linear(be, ctx, L.attn_out, attn);
-  ops::layer_norm(be, attn, h, L.attn_ln, attn);
+  ops::layer_norm(be, attn, x, L.attn_ln, attn);  // x's last read: h may be x
   const TensorRef inter = be.alloc(h.dtype, {T, L.inter.out_features()});
   ops::linear(be, attn, L.inter, inter, ops::Activation::kGeluErf);
   ops::linear(be, inter, L.out, h);

@@ -35,8 +35,15 @@ EncoderLayerWeights declare_encoder_layer(WeightLoader& w, const std::string& pr
 TensorRef project_qkv(backends::Backend& be, const EncoderLayerWeights& layer, ConstTensorRef h);
 
 // h [T, H] <- the block after the attention, from the attention's context ctx [T, H] and the
-// layer's input h. Scratch from the backend's workspace (the caller holds the frame).
+// layer's input x [T, H] (read before h is written: x may be h, the layer in place, or another
+// buffer the caller still needs, as the Rex encoder's embeddings). Scratch from the backend's
+// workspace (the caller holds the frame).
 void attention_output_and_ffn(backends::Backend& be, const EncoderLayerWeights& layer, ConstTensorRef ctx,
-                              TensorRef h);
+                              ConstTensorRef x, TensorRef h);
+// The same in place: the layer's input is h.
+inline void attention_output_and_ffn(backends::Backend& be, const EncoderLayerWeights& layer, ConstTensorRef ctx,
+                                     TensorRef h) {
+  attention_output_and_ffn(be, layer, ctx, h, h);
+}
 
 }  // namespace rexnlu::models

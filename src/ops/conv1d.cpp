@@ -25,7 +25,7 @@ namespace {
 // within each sequence of `batch`.
 #if REXNLU_HAVE_CUDA
 void conv1d_k3_cuda(backends::Backend& be, ConstTensorRef x, const Conv1dK3Weights& w, TensorRef y,
-                    const backends::cuda::DeviceBatch& batch) {
+                    const backends::cuda::DeviceBatch& batch, const Conv1dK3Epilogue& epilogue) {
   auto& cb = backends::cuda::CudaBackend::of(be);
   const int64_t out = w.taps.ref().shape[1], in = w.taps.ref().shape[2], rows = x.rows();
   // x, the taps and y share x's type (check_conv); the three products are kept in fp32 and summed
@@ -45,11 +45,13 @@ void conv1d_k3_cuda(backends::Backend& be, ConstTensorRef x, const Conv1dK3Weigh
   g.c_type = DType::kF32;
   cb.gemm(g);
   backends::cuda::conv1d_k3_combine(DType::kF32, y.dtype, tap_sums, batch, detail::to_int(out),
-                                    w.bias.empty() ? nullptr : w.bias.ref().f32(), y.data, cb.stream());
+                                    w.bias.empty() ? nullptr : w.bias.ref().f32(), y.data, cb.stream(),
+                                    epilogue.keep.empty() ? nullptr : epilogue.keep.u8(), epilogue.gelu_erf);
 }
 #endif
 
-void check_conv(const char* op, ConstTensorRef x, const Conv1dK3Weights& w, TensorRef y, const backends::Backend& be) {
+void check_conv(const char* op, ConstTensorRef x, const Conv1dK3Weights& w, TensorRef y, const Conv1dK3Epilogue& epilogue,
+                const backends::Backend& be) {
   const ConstTensorRef taps = w.taps;
   detail::expect(taps.rank == 3 && taps.shape[0] == 3 && taps.contiguous(), op, "taps must be contiguous [3, out, in]");
   const int64_t out = taps.shape[1], in = taps.shape[2], L = x.rows();
@@ -58,25 +60,28 @@ void check_conv(const char* op, ConstTensorRef x, const Conv1dK3Weights& w, Tens
   detail::expect_vector(op, "x", x, type, L * in, be);
   detail::expect_vector(op, "y", y, type, L * out, be);
   if (!w.bias.empty()) detail::expect_vector(op, "bias", w.bias, DType::kF32, out, be);
+  if (!epilogue.keep.empty()) detail::expect_vector(op, "keep", epilogue.keep, DType::kU8, L, be);
 }
 
 }  // namespace
 
-void conv1d_k3(backends::Backend& be, ConstTensorRef x, const Conv1dK3Weights& w, TensorRef y) {
+void conv1d_k3(backends::Backend& be, ConstTensorRef x, const Conv1dK3Weights& w, TensorRef y,
+               const Conv1dK3Epilogue& epilogue) {
   constexpr const char* op = "conv1d_k3";
-  check_conv(op, x, w, y, be);
+  check_conv(op, x, w, y, epilogue, be);
   const ConstTensorRef taps = w.taps;
   const int64_t out = taps.shape[1], in = taps.shape[2], L = x.rows();
   switch (be.device()) {
     case Device::kCpu:
       backends::cpu::conv1d_k3(x.f32(), detail::to_int(L), detail::to_int(in), taps.f32(),
-                               w.bias.empty() ? nullptr : w.bias.ref().f32(), detail::to_int(out), y.f32());
+                               w.bias.empty() ? nullptr : w.bias.ref().f32(), detail::to_int(out), y.f32(),
+                               epilogue.keep.empty() ? nullptr : epilogue.keep.u8(), epilogue.gelu_erf);
       return;
 #if REXNLU_HAVE_CUDA
     case Device::kCuda: {
       auto& cb = backends::cuda::CudaBackend::of(be);
       const Workspace::Frame frame(be.workspace());
-      conv1d_k3_cuda(be, x, w, y, cb.one_sequence(detail::to_int(L), nullptr, nullptr));
+      conv1d_k3_cuda(be, x, w, y, cb.one_sequence(detail::to_int(L), nullptr, nullptr), epilogue);
       return;
     }
 #endif
@@ -86,21 +91,23 @@ void conv1d_k3(backends::Backend& be, ConstTensorRef x, const Conv1dK3Weights& w
 }
 
 void conv1d_k3(backends::Backend& be, ConstTensorRef x, const Conv1dK3Weights& w, TensorRef y,
-               const PackedSequences& seqs) {
+               const PackedSequences& seqs, const Conv1dK3Epilogue& epilogue) {
   constexpr const char* op = "conv1d_k3 (packed)";
-  check_conv(op, x, w, y, be);
+  check_conv(op, x, w, y, epilogue, be);
   const std::vector<int64_t>& offsets = seqs.offsets;
   detail::expect(offsets.back() == x.rows(), op, "the sequences' rows must add up to the row count of x");
 #if REXNLU_HAVE_CUDA
   if (be.device() == Device::kCuda) {
     const Workspace::Frame frame(be.workspace());
-    conv1d_k3_cuda(be, x, w, y, device_batch(seqs, nullptr));
+    conv1d_k3_cuda(be, x, w, y, device_batch(seqs, nullptr), epilogue);
     return;
   }
 #endif
   for (size_t b = 0; b + 1 < offsets.size(); ++b) {
     const int64_t row0 = offsets[b], len = offsets[b + 1] - offsets[b];
-    conv1d_k3(be, x.slice(row0, len), w, y.slice(row0, len));
+    Conv1dK3Epilogue part = epilogue;
+    if (!part.keep.empty()) part.keep = part.keep.slice(row0, len);
+    conv1d_k3(be, x.slice(row0, len), w, y.slice(row0, len), part);
   }
 }
 

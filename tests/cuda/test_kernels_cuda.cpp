@@ -456,6 +456,63 @@ TEST_F(Gpu, LayerNormFromF32IntoSixteenBits) {
                Error);
 }
 
+// layer_norm's row maps against the CPU kernel with the same maps: x's rows gathered by x_rows
+// (the embeddings' layer norm: the F32 word table into every storage type) and rows with keep 0
+// written as zeros (the conv block's: in place, with a residual), in each kernel (768, 264:
+// 16-byte accesses; 100: scalar warp per row; 1536: block per row). 301 rows (the last block of 4
+// warps has 1 row, masked), a third of them masked. The kept rows: the bits of the plain kernel.
+TEST_F(Gpu, LayerNormGatheredAndMaskedRowsMatchCpu) {
+  const int rows = 301, table_rows = 50;
+  std::vector<int32_t> ids(rows);
+  std::vector<uint8_t> keep(rows);
+  std::mt19937 rng(80);
+  for (int r = 0; r < rows; ++r) {
+    ids[r] = static_cast<int32_t>(rng() % table_rows);
+    keep[r] = rng() % 3 != 0;
+  }
+  keep[0] = 0, keep[rows - 1] = 0, ids[1] = table_rows - 1;
+  auto dids = DeviceBuffer::from(ids), dkeep = DeviceBuffer::from(keep);
+  for (const int cols : {768, 264, 100, 1536}) {
+    auto gamma = random_vec(cols, 81, 0.5f, 1.5f), beta = random_vec(cols, 82);
+    auto dg = DeviceBuffer::from(gamma), dbeta = DeviceBuffer::from(beta);
+    const auto table = random_vec(size_t(table_rows) * cols, 83, -2.0f, 2.0f);
+    auto dtable = DeviceBuffer::from(table, DType::kF32);
+    std::vector<float> want_gathered(size_t(rows) * cols);
+    kc::layer_norm(table.data(), nullptr, gamma.data(), beta.data(), 1e-7f, rows, cols, want_gathered.data(),
+                   ids.data());
+    for (DType t : kTypes) {
+      const std::string what = std::string(name(t)) + " cols " + std::to_string(cols);
+      DeviceBuffer dy(size_t(rows) * cols * dtype_size(t));
+      dy.poison();
+      kg::layer_norm(DType::kF32, t, dtable.get(), nullptr, dg.get<float>(), dbeta.get<float>(), 1e-7f, rows, cols,
+                     dy.get(), nullptr, dids.get<int32_t>());
+      expect_close(dy.floats(t), want_gathered, tolerance(t), "layer_norm gathered f32 -> " + what);
+
+      auto x = random_vec(size_t(rows) * cols, 84, -3.0f, 5.0f), r = random_vec(size_t(rows) * cols, 85);
+      round_to(x, t), round_to(r, t);
+      std::vector<float> want(x.size());
+      kc::layer_norm(x.data(), r.data(), gamma.data(), beta.data(), 1e-7f, rows, cols, want.data(), nullptr,
+                     keep.data());
+      auto dx = DeviceBuffer::from(x, t), dplain = DeviceBuffer::from(x, t), dr = DeviceBuffer::from(r, t);
+      kg::layer_norm(t, t, dx.get(), dr.get(), dg.get<float>(), dbeta.get<float>(), 1e-7f, rows, cols, dx.get(), nullptr,
+                     nullptr, dkeep.get<uint8_t>());
+      kg::layer_norm(t, t, dplain.get(), dr.get(), dg.get<float>(), dbeta.get<float>(), 1e-7f, rows, cols, dplain.get(),
+                     nullptr);
+      const std::vector<float> got = dx.floats(t), plain = dplain.floats(t);
+      expect_close(got, want, tolerance(t), "layer_norm masked in place " + what);
+      for (int row = 0; row < rows; ++row)
+        for (int c = 0; c < cols; ++c) {
+          const size_t i = size_t(row) * cols + c;
+          if (keep[row]) {
+            ASSERT_EQ(got[i], plain[i]) << what << " row " << row << " col " << c;
+          } else {
+            ASSERT_TRUE(got[i] == 0.0f && !std::signbit(got[i])) << what << " masked row " << row << ": " << got[i];
+          }
+        }
+    }
+  }
+}
+
 // Storage conversions (ops::copy between activation types, weights at load, the link head's input
 // and the hidden states read back): to 16 bits rounded to nearest even, back to F32 exactly; zeroing
 // masked rows in every storage type.
@@ -581,6 +638,64 @@ TEST_F(Gpu, Conv1dK3MatchesCpuPerSequence) {
     dy.poison();
     kg::conv1d_k3_combine(DType::kF32, t, dt32.get(), db.view, H, dbias.get<float>(), dy.get(), nullptr);
     expect_close(dy.floats(t), want, tolerance(t), std::string("conv1d_k3 (gemm to f32 + combine) ") + name(t));
+  }
+}
+
+// The combining kernel's epilogue (the Rex conv block: row mask + exact GELU, one launch where
+// there were three) over a packed batch of odd lengths and a 1-token sequence, as ops::conv1d_k3
+// runs it (the taps of 16-bit x kept in fp32, y rounded once; F32 alike), against the CPU kernel
+// with the same epilogue; and bit for bit the combine, zero_rows and gelu_erf kernels one after
+// another (the GELU reads y as rounded to its type).
+TEST_F(Gpu, Conv1dK3MaskAndGeluEpilogueMatchesCpuAndTheUnfusedKernels) {
+  const int H = 768;
+  const Batch batch({1, 57, 128, 2, 33}, 91);
+  std::vector<uint8_t> keep(batch.rows);
+  std::mt19937 rng(92);
+  for (auto& k : keep) k = rng() % 4 != 0;
+  keep[0] = 0, keep[1] = 0, keep[batch.rows - 1] = 0;  // the 1-token sequence, the next one's first row, the last row
+  auto w = random_vec(size_t(H) * H * 3, 93, -0.05f, 0.05f);
+  auto bias = random_vec(H, 94);
+  kg::Blas blas;
+  DeviceBuffer ws(32u << 20);
+  DeviceBatchBuffers db(batch);
+  auto dkeep = DeviceBuffer::from(keep), dbias = DeviceBuffer::from(bias);
+  for (DType t : kTypes) {
+    auto x = random_vec(size_t(batch.rows) * H, 95);
+    round_to(x, t);
+    auto wt = w;
+    round_to(wt, t);
+    const std::vector<float> taps = conv1d_taps(wt.data(), H, H);
+    std::vector<float> want(x.size());
+    for (int b = 0; b < batch.size(); ++b) {
+      const size_t row0 = size_t(batch.offsets[b]);
+      kc::conv1d_k3(x.data() + row0 * H, batch.length(b), H, taps.data(), bias.data(), H, want.data() + row0 * H,
+                    keep.data() + row0, true);
+    }
+    auto dx = DeviceBuffer::from(x, t), dtaps_w = DeviceBuffer::from(taps, t);
+    DeviceBuffer dt32(size_t(batch.rows) * 3 * H * sizeof(float));
+    DeviceBuffer dy(size_t(batch.rows) * H * dtype_size(t)), dunfused(size_t(batch.rows) * H * dtype_size(t));
+    kg::GemmArgs g;
+    g.M = batch.rows, g.N = 3 * H, g.K = H, g.A = dx.get(), g.lda = H, g.B = dtaps_w.get(), g.ldb = H;
+    g.ab_type = t, g.C = dt32.get(), g.ldc = 3 * H, g.c_type = DType::kF32;
+    blas.gemm(g, ws.get(), 32u << 20, nullptr);
+    dy.poison(), dunfused.poison();
+    kg::conv1d_k3_combine(DType::kF32, t, dt32.get(), db.view, H, dbias.get<float>(), dy.get(), nullptr,
+                          dkeep.get<uint8_t>(), true);
+    kg::conv1d_k3_combine(DType::kF32, t, dt32.get(), db.view, H, dbias.get<float>(), dunfused.get(), nullptr);
+    kg::zero_rows(t, dunfused.get(), dkeep.get<uint8_t>(), batch.rows, H, nullptr);
+    kg::gelu_erf(t, dunfused.get(), size_t(batch.rows) * H, nullptr);
+    const std::vector<float> got = dy.floats(t), unfused = dunfused.floats(t);
+    // 16 bits: y rounded, then its GELU rounded again (the CPU's GELU reads the fp32 sum).
+    expect_close(got, want, 2 * tolerance(t), std::string("conv1d_k3 + mask + gelu ") + name(t));
+    for (int r = 0; r < batch.rows; ++r)
+      for (int o = 0; o < H; ++o) {
+        const size_t i = size_t(r) * H + o;
+        if (keep[r]) {
+          ASSERT_EQ(got[i], unfused[i]) << name(t) << " row " << r << " col " << o;
+        } else {
+          ASSERT_TRUE(got[i] == 0.0f && !std::signbit(got[i])) << name(t) << " masked row " << r << ": " << got[i];
+        }
+      }
   }
 }
 
@@ -1038,10 +1153,11 @@ size_t programmatic_edges(cudaGraph_t graph) {
 }
 
 // Every kernel of ours in one data-dependent chain at small fp16 shapes (4 heads x 64), each
-// reading what the one before wrote: embedding -> layer norm (f32 -> f16) -> cuBLASLt product
-// (q|k|v) -> the three attention kernels (flash, WMMA, fp32-math) -> layer norms with residuals
-// (one in place) -> GELU (vector and strided kernels) -> conv tap sum -> zero rows -> convert to
-// f32 -> masked softmax -> rotary -> link scores. Outputs are poisoned (NaN bytes, on the stream)
+// reading what the one before wrote: embedding -> layer norm (f32 -> f16, x's rows gathered by the
+// ids) -> cuBLASLt product (q|k|v) -> the three attention kernels (flash, WMMA, fp32-math) -> layer
+// norms with residuals (one in place) -> GELU (vector and strided kernels) -> conv tap sum (row
+// mask + GELU epilogue) -> layer norm with a row mask -> zero rows -> convert to f32 -> masked
+// softmax -> rotary -> link scores. Outputs are poisoned (NaN bytes, on the stream)
 // before every run, so a kernel that read its predecessor's output before that was complete would
 // change bits.
 struct PdlChain {
@@ -1108,8 +1224,8 @@ struct PdlChain {
   void run(cudaStream_t s) {
     const DType h = DType::kF16;
     kg::embedding(table.get<float>(), ids.get<int32_t>(), rows, kH, e32.get<float>(), s);
-    kg::layer_norm(DType::kF32, h, e32.get(), e32.get(), gamma.get<float>(), beta.get<float>(), 1e-7f, rows, kH,
-                   x16.get(), s);
+    kg::layer_norm(DType::kF32, h, table.get(), e32.get(), gamma.get<float>(), beta.get<float>(), 1e-7f, rows, kH,
+                   x16.get(), s, ids.get<int32_t>());  // x = the rows of the ids: LN(2 e32)
     kg::GemmArgs g;
     g.M = rows, g.N = 3 * kH, g.K = kH, g.A = x16.get(), g.lda = kH, g.B = w.get(), g.ldb = kH, g.ab_type = h;
     g.C = qkv.get(), g.ldc = 3 * kH, g.c_type = h;
@@ -1122,8 +1238,9 @@ struct PdlChain {
     kg::layer_norm(h, h, h16.get(), ctx_f32.get(), gamma.get<float>(), beta.get<float>(), 1e-7f, rows, kH, h16.get(), s);
     kg::gelu_erf(h, h16.get(), size_t(rows) * kH, s);
     kg::gelu_erf_rows(h, h16.get<char>() + 8 * 2, size_t(rows), kH - 8, kH, s);
-    kg::conv1d_k3_combine(h, h, qkv.get(), db.view, kH, gamma.get<float>(), c16.get(), s);
-    kg::layer_norm(h, h, c16.get(), h16.get(), gamma.get<float>(), beta.get<float>(), 1e-7f, rows, kH, c16.get(), s);
+    kg::conv1d_k3_combine(h, h, qkv.get(), db.view, kH, gamma.get<float>(), c16.get(), s, keep.get<uint8_t>(), true);
+    kg::layer_norm(h, h, c16.get(), h16.get(), gamma.get<float>(), beta.get<float>(), 1e-7f, rows, kH, c16.get(), s,
+                   nullptr, keep.get<uint8_t>());
     kg::zero_rows(h, c16.get(), keep.get<uint8_t>(), rows, kH, s);
     kg::convert(h, c16.get(), DType::kF32, c32.get(), size_t(rows) * kH, s);
     kg::masked_softmax(c32.get<float>(), rows, kH / 2, kH, smask.get<uint8_t>(), kH / 2, s);

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <random>
@@ -266,6 +267,110 @@ TEST_P(OpsTest, LayerNormBiasedVarianceWithResidualAndInPlace) {
   expect_close(on_host(xd), want, 2e-5);
 }
 
+// LayerNorm in double of s = x[x_rows[r]] + residual[r] (x_rows empty: row r; residual may be
+// empty), rows with keep[r] == 0 (keep may be empty) zero.
+std::vector<double> layer_norm_ref(const std::vector<float>& x, const std::vector<int32_t>& x_rows,
+                                   const std::vector<float>& res, const std::vector<uint8_t>& keep,
+                                   const std::vector<float>& g, const std::vector<float>& b, int rows, int cols,
+                                   float eps) {
+  std::vector<double> want(size_t(rows) * cols, 0.0);
+  for (int r = 0; r < rows; ++r) {
+    if (!keep.empty() && keep[r] == 0) continue;
+    const size_t xr = size_t(x_rows.empty() ? r : x_rows[r]) * cols;
+    std::vector<double> s(cols);
+    double mean = 0, var = 0;
+    for (int c = 0; c < cols; ++c) mean += s[c] = double(x[xr + c]) + (res.empty() ? 0.0 : res[size_t(r) * cols + c]);
+    mean /= cols;
+    for (int c = 0; c < cols; ++c) var += (s[c] - mean) * (s[c] - mean);
+    var /= cols;
+    for (int c = 0; c < cols; ++c) want[size_t(r) * cols + c] = (s[c] - mean) / std::sqrt(var + eps) * g[c] + b[c];
+  }
+  return want;
+}
+
+// layer_norm's row maps: x's rows gathered by x_rows (the embeddings' layer norm reading the word
+// table: no gather op, no gathered copy) and rows with keep 0 written as zeros (the conv block's,
+// in place with a residual); every other row the bits of the plain layer norm. The widths reach
+// each GPU kernel: 768 (16-byte accesses), 100 (scalar warp per row), 1536 (block per row).
+TEST_P(OpsTest, LayerNormGathersRowsAndZeroesMaskedRows) {
+  const int rows = 9, table_rows = 5;
+  const float eps = 1e-7f;
+  const std::vector<int32_t> ids = {4, 0, 2, 2, 1, 4, 3, 0, 1};
+  const std::vector<uint8_t> keep = {1, 0, 1, 1, 0, 0, 1, 1, 0};
+  const Tensor ids_d = on_device(ids, {rows}), keep_d = on_device(keep, {rows});
+  for (const int cols : {768, 100, 1536}) {
+    SCOPED_TRACE("cols " + std::to_string(cols));
+    const auto table = random_vec(size_t(table_rows) * cols, 200, -3, 5), x = random_vec(size_t(rows) * cols, 201, -3, 5);
+    const auto res = random_vec(size_t(rows) * cols, 202), g = random_vec(cols, 203, 0.5f, 1.5f);
+    const auto b = random_vec(cols, 204);
+    const LayerNormWeights w{on_device(g, {cols}), on_device(b, {cols}), eps};
+    const Tensor table_d = on_device(table, {table_rows, cols}), res_d = on_device(res, {rows, cols});
+
+    // Gathered: as the layer norm of the rows ops::embedding gathers, bit for bit.
+    Tensor y = be().alloc_tensor(DType::kF32, {rows, cols});
+    layer_norm(be(), table_d, {}, w, y.mutable_ref(), {.x_rows = ids_d});
+    Tensor gathered = be().alloc_tensor(DType::kF32, {rows, cols}), plain = be().alloc_tensor(DType::kF32, {rows, cols});
+    embedding(be(), table_d, ids_d, gathered.mutable_ref());
+    layer_norm(be(), gathered, {}, w, plain.mutable_ref());
+    const std::vector<float> got_gathered = on_host(y);
+    EXPECT_EQ(got_gathered, on_host(plain));
+    expect_close(got_gathered, layer_norm_ref(table, ids, {}, {}, g, b, rows, cols, eps), 2e-5);
+
+    // Masked, in place with a residual: masked rows exactly zero, the others as without the mask.
+    Tensor xd = on_device(x, {rows, cols}), unmasked = on_device(x, {rows, cols});
+    layer_norm(be(), xd, res_d, w, xd.mutable_ref(), {.keep = keep_d});
+    layer_norm(be(), unmasked, res_d, w, unmasked.mutable_ref());
+    const std::vector<float> got = on_host(xd), want_bits = on_host(unmasked);
+    for (int r = 0; r < rows; ++r)
+      for (int c = 0; c < cols; ++c) {
+        const size_t i = size_t(r) * cols + c;
+        if (keep[r]) {
+          ASSERT_EQ(got[i], want_bits[i]) << "row " << r << " col " << c;
+        } else {
+          ASSERT_TRUE(got[i] == 0.0f && !std::signbit(got[i])) << "masked row " << r << " col " << c << ": " << got[i];
+        }
+      }
+    expect_close(got, layer_norm_ref(x, {}, res, keep, g, b, rows, cols, eps), 2e-5);
+
+    // Both maps at once.
+    layer_norm(be(), table_d, res_d, w, y.mutable_ref(), {.x_rows = ids_d, .keep = keep_d});
+    expect_close(on_host(y), layer_norm_ref(table, ids, res, keep, g, b, rows, cols, eps), 2e-5);
+  }
+}
+
+// The row maps' arguments are checked, naming the op and the tensor.
+TEST_P(OpsTest, LayerNormRowMapsRefuseMismatchedArguments) {
+  const int rows = 4, cols = 8;
+  const LayerNormWeights w{on_device(std::vector<float>(cols, 1.0f), {cols}), on_device(std::vector<float>(cols, 0.0f), {cols}),
+                           1e-7f};
+  Tensor x = be().alloc_tensor(DType::kF32, {rows, cols}), y = be().alloc_tensor(DType::kF32, {rows, cols});
+  Tensor table = be().alloc_tensor(DType::kF32, {6, cols}), wide = be().alloc_tensor(DType::kF32, {6, cols + 1});
+  const Tensor ids = on_device(std::vector<int32_t>{0, 5, 1, 2}, {rows});
+  const auto expect_error = [&](const std::function<void()>& call, const std::string& names, const std::string& what) {
+    try {
+      call();
+      ADD_FAILURE() << what << ": no error";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kInternal) << what;
+      EXPECT_EQ(std::string(e.what()).rfind("layer_norm: ", 0), 0u) << what << ": " << e.what();
+      EXPECT_NE(std::string(e.what()).find(names), std::string::npos) << what << ": " << e.what();
+    }
+  };
+  const Tensor keep_short = on_device(std::vector<uint8_t>(rows - 1, 1), {rows - 1});
+  const Tensor keep_i32 = on_device(std::vector<int32_t>(rows, 1), {rows});
+  expect_error([&] { layer_norm(be(), x, {}, w, y.mutable_ref(), {.keep = keep_short}); }, "keep", "keep of 3 rows");
+  expect_error([&] { layer_norm(be(), x, {}, w, y.mutable_ref(), {.keep = keep_i32}); }, "keep", "keep of I32");
+  const Tensor ids_f32 = on_device(std::vector<float>(rows, 0.0f), {rows});
+  const Tensor ids_long = on_device(std::vector<int32_t>(rows + 1, 0), {rows + 1});
+  expect_error([&] { layer_norm(be(), table, {}, w, y.mutable_ref(), {.x_rows = ids_f32}); }, "x_rows", "F32 ids");
+  expect_error([&] { layer_norm(be(), table, {}, w, y.mutable_ref(), {.x_rows = ids_long}); }, "x_rows", "5 ids");
+  expect_error([&] { layer_norm(be(), wide, {}, w, y.mutable_ref(), {.x_rows = ids}); }, "width", "table of 9 columns");
+  expect_error([&] { layer_norm(be(), x, {}, w, x.mutable_ref(), {.x_rows = ids}); }, "alias", "y aliasing the table");
+  // Without x_rows, x must still have y's rows (a table is no input then).
+  expect_error([&] { layer_norm(be(), table, {}, w, y.mutable_ref()); }, "x is", "6 rows without x_rows");
+  EXPECT_NO_THROW(layer_norm(be(), table, {}, w, y.mutable_ref(), {.x_rows = ids}));
+}
+
 TEST_P(OpsTest, GeluErfMatchesExactFormula) {
   auto x = random_vec(10007, 14, -8, 8);
   std::vector<double> want(x.size());
@@ -341,6 +446,89 @@ TEST_P(OpsTest, Conv1dK3MatchesTorchConv1dWithZeroPadding) {
     conv1d_k3(be(), on_device(x, {L, in}), weights, y.mutable_ref());
     expect_close(on_host(y), want, 1e-5);
   }
+}
+
+// The conv's epilogue (the Rex conv block): rows with keep 0 written as zeros, the others as the
+// exact GELU of the conv, over a packed batch (zero padding at each sequence's ends) and one
+// sequence; the kept rows the bits of the conv followed by ops::gelu_erf.
+TEST_P(OpsTest, Conv1dK3EpilogueMasksRowsAndAppliesTheExactGelu) {
+  const int in = 24, out = 16;
+  const std::vector<int64_t> offsets = {0, 1, 10, 12, 17};  // a 1-token sequence, odd lengths
+  const int rows = int(offsets.back());
+  const std::vector<uint8_t> keep = {0, 1, 1, 0, 1, 1, 1, 1, 1, 0, 1, 0, 0, 1, 1, 1, 1};
+  ASSERT_EQ(keep.size(), size_t(rows));
+  const auto x = random_vec(size_t(rows) * in, 210), w = random_vec(size_t(out) * in * 3, 211), b = random_vec(out, 212);
+  std::vector<double> conv(size_t(rows) * out);
+  for (size_t q = 0; q + 1 < offsets.size(); ++q) {
+    const int row0 = int(offsets[q]), L = int(offsets[q + 1] - offsets[q]);
+    for (int t = 0; t < L; ++t)
+      for (int o = 0; o < out; ++o) {
+        double s = b[o];
+        for (int k = 0; k < 3; ++k) {
+          const int src = t + k - 1;
+          if (src < 0 || src >= L) continue;
+          for (int i = 0; i < in; ++i) s += double(w[(o * in + i) * 3 + k]) * x[(row0 + src) * in + i];
+        }
+        conv[size_t(row0 + t) * out + o] = s;
+      }
+  }
+  std::vector<double> want(conv.size());
+  for (size_t i = 0; i < conv.size(); ++i)
+    want[i] = keep[i / out] ? 0.5 * conv[i] * (1.0 + std::erf(conv[i] / std::sqrt(2.0))) : 0.0;
+  const Conv1dK3Weights weights{on_device(conv1d_k3_taps(w.data(), out, in), {3, out, in}), on_device(b, {out})};
+  std::vector<Tensor> masks_d;
+  std::vector<ConstTensorRef> masks;
+  for (size_t q = 0; q + 1 < offsets.size(); ++q) {
+    const int64_t L = offsets[q + 1] - offsets[q];
+    masks_d.push_back(on_device(std::vector<uint8_t>(size_t(L * L), 1), {L, L}));
+    masks.push_back(masks_d.back());
+  }
+  const PackedSequences seqs = pack_sequences(be(), offsets, masks);
+  const Tensor xd = on_device(x, {rows, in}), keep_d = on_device(keep, {rows});
+
+  Tensor y = on_device(std::vector<float>(size_t(rows) * out, 42.0f), {rows, out});
+  conv1d_k3(be(), xd, weights, y.mutable_ref(), seqs, {.keep = keep_d, .gelu_erf = true});
+  Tensor unfused = be().alloc_tensor(DType::kF32, {rows, out});
+  conv1d_k3(be(), xd, weights, unfused.mutable_ref(), seqs);
+  gelu_erf(be(), unfused.mutable_ref());
+  const std::vector<float> got = on_host(y), want_bits = on_host(unfused);
+  for (int r = 0; r < rows; ++r)
+    for (int o = 0; o < out; ++o) {
+      const size_t i = size_t(r) * out + o;
+      if (keep[r]) {
+        ASSERT_EQ(got[i], want_bits[i]) << "row " << r << " col " << o;
+      } else {
+        ASSERT_TRUE(got[i] == 0.0f && !std::signbit(got[i])) << "masked row " << r << " col " << o << ": " << got[i];
+      }
+    }
+  expect_close(got, want, 1e-5);
+
+  // The mask alone (no GELU), and one sequence (rows 1..9) with the GELU alone.
+  conv1d_k3(be(), xd, weights, y.mutable_ref(), seqs, {.keep = keep_d});
+  const std::vector<float> masked = on_host(y);
+  for (size_t i = 0; i < conv.size(); ++i) ASSERT_NEAR(masked[i], keep[i / out] ? conv[i] : 0.0, 1e-5 * std::max(1.0, std::abs(conv[i]))) << i;
+  Tensor y9 = be().alloc_tensor(DType::kF32, {9, out});
+  conv1d_k3(be(), xd.ref().slice(1, 9), weights, y9.mutable_ref(), {.gelu_erf = true});
+  std::vector<double> want9(size_t(9) * out);
+  for (size_t i = 0; i < want9.size(); ++i) {
+    const double s = conv[size_t(out) + i];
+    want9[i] = 0.5 * s * (1.0 + std::erf(s / std::sqrt(2.0)));
+  }
+  expect_close(on_host(y9), want9, 1e-5);
+
+  // A keep of the wrong length or type: refused, naming the op and the tensor.
+  std::vector<Tensor> bad_keeps;
+  bad_keeps.push_back(on_device(std::vector<uint8_t>(size_t(rows - 1), 1), {rows - 1}));
+  bad_keeps.push_back(on_device(std::vector<float>(size_t(rows), 1.0f), {rows}));
+  for (const Tensor& bad : bad_keeps) {
+    try {
+      conv1d_k3(be(), xd, weights, y.mutable_ref(), seqs, {.keep = bad, .gelu_erf = true});
+      ADD_FAILURE() << "no error for keep " << describe(bad.ref());
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("conv1d_k3 (packed): keep is ", 0), 0u) << e.what();
+    }
+  }
+  EXPECT_THROW(conv1d_k3(be(), xd.ref().slice(1, 9), weights, y9.mutable_ref(), {.keep = keep_d}), Error);
 }
 
 // The attention written as literally as the spec: per head, per pair, gather the Kr/Qr row.
@@ -1578,8 +1766,29 @@ TEST_P(Ops16Test, Conv1dK3OnSixteenBitsPerSequence) {
     masks.push_back(masks_d.back());
   }
   Tensor y = on_device(std::vector<float>(size_t(rows) * out, 0.0f), {rows, out});
-  conv1d_k3(be(), on_device(x, {rows, in}), weights, y.mutable_ref(), pack_sequences(be(), offsets, masks));
+  const Tensor xd = on_device(x, {rows, in});
+  const PackedSequences seqs = pack_sequences(be(), offsets, masks);
+  conv1d_k3(be(), xd, weights, y.mutable_ref(), seqs);
   expect_close(on_host(y), want, tol());
+  // With the encoder's epilogue (row mask + exact GELU): the bits of the conv, zero_rows and
+  // gelu_erf one after another (the GELU reads y as rounded to 16 bits), masked rows zero.
+  const std::vector<uint8_t> keep = {0, 1, 1, 0, 1, 1, 1, 1, 1, 1, 0, 1};
+  ASSERT_EQ(keep.size(), size_t(rows));
+  const Tensor keep_d = on_device_plain(keep, {rows});
+  Tensor fused = on_device(std::vector<float>(size_t(rows) * out, 42.0f), {rows, out});
+  conv1d_k3(be(), xd, weights, fused.mutable_ref(), seqs, {.keep = keep_d, .gelu_erf = true});
+  zero_rows(be(), y.mutable_ref(), keep_d);
+  gelu_erf(be(), y.mutable_ref());
+  const std::vector<float> got = on_host(fused);
+  EXPECT_EQ(got, on_host(y));
+  std::vector<double> want_epilogue(want.size());
+  for (size_t i = 0; i < want.size(); ++i)
+    want_epilogue[i] = keep[i / out] ? 0.5 * want[i] * (1.0 + std::erf(want[i] / std::sqrt(2.0))) : 0.0;
+  expect_close(got, want_epilogue, 2 * tol());  // rounded twice: y, then its GELU
+  for (size_t i = 0; i < got.size(); ++i)
+    if (!keep[i / out]) {
+      ASSERT_TRUE(got[i] == 0.0f && !std::signbit(got[i])) << i;
+    }
 }
 
 TEST_P(Ops16Test, EmbeddingIntoLayerNormThenCopyAndZeroRowsOnSixteenBits) {
@@ -1609,6 +1818,44 @@ TEST_P(Ops16Test, EmbeddingIntoLayerNormThenCopyAndZeroRowsOnSixteenBits) {
       ASSERT_NEAR(normed[r * width + c], want, tol() * std::max(1.0, std::abs(want))) << "row " << r << " col " << c;
       ASSERT_EQ(masked[r * width + c], r % 2 ? 0.0f : normed[r * width + c]) << "row " << r << " col " << c;
     }
+  }
+}
+
+// The encoder's layer norms with row maps at 16-bit activations: the embeddings' (F32 word table,
+// rows gathered by the ids, 16-bit y) has the bits of ops::embedding then layer_norm; the conv
+// block's (16 bits in place, residual, row mask) the bits of layer_norm then zero_rows. 768
+// columns: the 16-byte kernel; 100: the scalar one.
+TEST_P(Ops16Test, LayerNormGathersAndMasksRowsOnSixteenBits) {
+  const int rows = 7, table_rows = 11;
+  const std::vector<int32_t> ids = {3, 0, 10, 3, 7, 1, 10};
+  const std::vector<uint8_t> keep = {1, 1, 0, 1, 0, 1, 0};
+  const Tensor ids_d = on_device_plain(ids, {rows}), keep_d = on_device_plain(keep, {rows});
+  for (const int cols : {768, 100}) {
+    SCOPED_TRACE("cols " + std::to_string(cols));
+    const auto table = random_vec(size_t(table_rows) * cols, 170, -2, 2);
+    const auto x = exact16(random_vec(size_t(rows) * cols, 171, -3, 5)), res = exact16(random_vec(size_t(rows) * cols, 172));
+    const LayerNormWeights w{on_device_as(random_vec(cols, 173, 0.5f, 1.5f), {cols}, DType::kF32),
+                             on_device_as(random_vec(cols, 174), {cols}, DType::kF32), 1e-7f};
+    const Tensor table_d = on_device_as(table, {table_rows, cols}, DType::kF32);
+    Tensor y = on_device(std::vector<float>(size_t(rows) * cols, 0.0f), {rows, cols});
+    layer_norm(be(), table_d, {}, w, y.mutable_ref(), {.x_rows = ids_d});
+    Tensor gathered = on_device_as(std::vector<float>(size_t(rows) * cols, 0.0f), {rows, cols}, DType::kF32);
+    embedding(be(), table_d, ids_d, gathered.mutable_ref());
+    Tensor plain = on_device(std::vector<float>(size_t(rows) * cols, 0.0f), {rows, cols});
+    layer_norm(be(), gathered, {}, w, plain.mutable_ref());
+    EXPECT_EQ(on_host(y), on_host(plain));
+
+    Tensor h = on_device(x, {rows, cols}), h_unfused = on_device(x, {rows, cols});
+    const Tensor res_d = on_device(res, {rows, cols});
+    layer_norm(be(), h, res_d, w, h.mutable_ref(), {.keep = keep_d});
+    layer_norm(be(), h_unfused, res_d, w, h_unfused.mutable_ref());
+    zero_rows(be(), h_unfused.mutable_ref(), keep_d);
+    const std::vector<float> got = on_host(h);
+    EXPECT_EQ(got, on_host(h_unfused));
+    for (size_t i = 0; i < got.size(); ++i)
+      if (!keep[i / cols]) {
+        ASSERT_TRUE(got[i] == 0.0f && !std::signbit(got[i])) << i;
+      }
   }
 }
 

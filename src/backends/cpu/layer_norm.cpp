@@ -1,16 +1,22 @@
 #include "backends/cpu/layer_norm.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstddef>
 
 namespace rexnlu::backends::cpu {
 
 void layer_norm(const float* x, const float* residual, const float* gamma, const float* beta,
-                float eps, int rows, int cols, float* y) {
+                float eps, int rows, int cols, float* y, const int32_t* x_rows, const uint8_t* keep) {
 #pragma omp parallel for schedule(static)
   for (int r = 0; r < rows; ++r) {
-    const float* xr = x + static_cast<size_t>(r) * cols;
-    const float* rr = residual ? residual + static_cast<size_t>(r) * cols : nullptr;
     float* yr = y + static_cast<size_t>(r) * cols;
+    if (keep && keep[r] == 0) {
+      std::fill_n(yr, cols, 0.0f);
+      continue;
+    }
+    const float* xr = x + static_cast<size_t>(x_rows ? x_rows[r] : r) * cols;
+    const float* rr = residual ? residual + static_cast<size_t>(r) * cols : nullptr;
     float sum = 0.0f;
     if (rr) {
 #pragma omp simd reduction(+ : sum)

@@ -1,4 +1,5 @@
-// The k=3 conv's tap sum with per-sequence zero padding (the taps come from one GEMM).
+// The k=3 conv's tap sum with per-sequence zero padding (the taps come from one GEMM), and its
+// epilogue: the row mask and the exact GELU.
 #include "backends/cuda/ops.h"
 #include "backends/cuda/types.cuh"
 #include "rexnlu/error.h"
@@ -19,9 +20,14 @@ __device__ int sequence_of(const int32_t* offsets, int num_sequences, int row) {
 
 template <typename TT, typename T>
 __global__ void conv1d_k3_combine_kernel(const TT* taps, const int32_t* offsets, int num_sequences, int out,
-                                         const float* bias, T* y) {
+                                         const float* bias, T* y, const uint8_t* keep, bool gelu) {
   pdl_begin();
   const int t = blockIdx.x;
+  T* yt = y + static_cast<size_t>(t) * out;
+  if (keep && keep[t] == 0) {  // a masked row: zeros (GELU(0) = 0, as masking after the GELU)
+    for (int o = threadIdx.x; o < out; o += blockDim.x) yt[o] = from_f32<T>(0.0f);
+    return;
+  }
   __shared__ int first, last;  // the sequence's rows [first, last)
   if (threadIdx.x == 0) {
     const int b = sequence_of(offsets, num_sequences, t);
@@ -36,14 +42,15 @@ __global__ void conv1d_k3_combine_kernel(const TT* taps, const int32_t* offsets,
     float v = (bias ? bias[o] : 0.0f) + to_f32(row[out + o]);
     if (t - 1 >= first) v += to_f32(row[o - static_cast<ptrdiff_t>(ld)]);
     if (t + 1 < last) v += to_f32(row[ld + 2 * out + o]);
-    y[static_cast<size_t>(t) * out + o] = from_f32<T>(v);
+    // The GELU reads y as stored (rounded to T), as a separate gelu_erf would: the same bits.
+    yt[o] = gelu ? from_f32<T>(gelu_erf_value(to_f32(from_f32<T>(v)))) : from_f32<T>(v);
   }
 }
 
 }  // namespace
 
 void conv1d_k3_combine(DType taps_type, DType y_type, const void* taps, const DeviceBatch& batch, int out,
-                       const float* bias, void* y, cudaStream_t stream) {
+                       const float* bias, void* y, cudaStream_t stream, const uint8_t* keep, bool gelu) {
   if (taps_type != y_type && taps_type != DType::kF32)
     throw InternalError("cuda::conv1d_k3_combine: the taps must be F32 or of y's type");
   if (batch.rows <= 0) return;
@@ -52,7 +59,8 @@ void conv1d_k3_combine(DType taps_type, DType y_type, const void* taps, const De
     const auto run = [&](auto taps_tag) {
       using TT = decltype(taps_tag);
       launch_kernel(conv1d_k3_combine_kernel<TT, T>, batch.rows, 256, 0, stream, "cuda::conv1d_k3_combine",
-                    static_cast<const TT*>(taps), batch.offsets, batch.num_sequences, out, bias, static_cast<T*>(y));
+                    static_cast<const TT*>(taps), batch.offsets, batch.num_sequences, out, bias, static_cast<T*>(y), keep,
+                    gelu);
     };
     if (taps_type == y_type) run(T{});
     else run(float{});

@@ -24,16 +24,23 @@ __device__ float block_sum(float v, float* red) {
 }
 
 // One block per row; the row (x + residual) is kept in shared memory between the passes.
+// x_rows (nullable): row r reads x's row x_rows[r] (the gathered embeddings); keep (nullable): rows
+// with keep[r] == 0 are written as zeros (the whole block or warp leaves before any barrier or shuffle).
 template <typename TX, typename TY>
 __global__ void layer_norm_kernel(const TX* x, const TX* residual, const float* gamma, const float* beta, float eps,
-                                  int cols, TY* y) {
+                                  int cols, TY* y, const int32_t* x_rows, const uint8_t* keep) {
   pdl_begin();
   extern __shared__ float row[];
   __shared__ float red[kRowThreads / 32];
   const size_t base = static_cast<size_t>(blockIdx.x) * cols;
+  if (keep && keep[blockIdx.x] == 0) {
+    for (int c = threadIdx.x; c < cols; c += kRowThreads) y[base + c] = from_f32<TY>(0.0f);
+    return;
+  }
+  const size_t x_base = x_rows ? static_cast<size_t>(x_rows[blockIdx.x]) * cols : base;
   float sum = 0.0f;
   for (int c = threadIdx.x; c < cols; c += kRowThreads) {
-    float v = to_f32(x[base + c]);
+    float v = to_f32(x[x_base + c]);
     if (residual) v += to_f32(residual[base + c]);
     row[c] = v;
     sum += v;
@@ -63,12 +70,18 @@ constexpr int kLnWarps = 4;  // rows per block
 template <typename TX, typename TY, int kPerLane>
 __global__ void __launch_bounds__(kLnWarps * 32) layer_norm_warp_kernel(const TX* x, const TX* residual,
                                                                         const float* gamma, const float* beta,
-                                                                        float eps, int rows, int cols, TY* y) {
+                                                                        float eps, int rows, int cols, TY* y,
+                                                                        const int32_t* x_rows, const uint8_t* keep) {
   pdl_begin();
   const int r = blockIdx.x * kLnWarps + static_cast<int>(threadIdx.x / 32);
   const int lane = static_cast<int>(threadIdx.x % 32);
   if (r >= rows) return;  // whole warps only: the shuffles below see all 32 lanes
   const size_t base = static_cast<size_t>(r) * cols;
+  if (keep && keep[r] == 0) {
+    for (int c = lane; c < cols; c += 32) y[base + c] = from_f32<TY>(0.0f);
+    return;
+  }
+  const size_t x_base = x_rows ? static_cast<size_t>(x_rows[r]) * cols : base;
   float v[kPerLane];
   float sum = 0.0f;
 #pragma unroll
@@ -76,7 +89,7 @@ __global__ void __launch_bounds__(kLnWarps * 32) layer_norm_warp_kernel(const TX
     const int c = lane + 32 * k;
     float t = 0.0f;
     if (c < cols) {
-      t = to_f32(x[base + c]);
+      t = to_f32(x[x_base + c]);
       if (residual) t += to_f32(residual[base + c]);
     }
     v[k] = t;
@@ -130,20 +143,27 @@ __device__ __forceinline__ void store8(T* p, const float (&v)[8]) {
 template <typename TX, typename TY, int kChunks>
 __global__ void __launch_bounds__(kLnWarps * 32) layer_norm_vec_kernel(const TX* x, const TX* residual,
                                                                        const float* gamma, const float* beta,
-                                                                       float eps, int rows, int cols, TY* y) {
+                                                                       float eps, int rows, int cols, TY* y,
+                                                                       const int32_t* x_rows, const uint8_t* keep) {
   pdl_begin();
   const int r = blockIdx.x * kLnWarps + static_cast<int>(threadIdx.x / 32);
   const int lane = static_cast<int>(threadIdx.x % 32);
   if (r >= rows) return;  // whole warps only
   const size_t base = static_cast<size_t>(r) * cols;
   const int chunks = cols / 8;
+  if (keep && keep[r] == 0) {
+    const float zeros[8] = {};
+    for (int k = lane; k < chunks; k += 32) store8(y + base + 8 * k, zeros);
+    return;
+  }
+  const size_t x_base = x_rows ? static_cast<size_t>(x_rows[r]) * cols : base;
   float v[kChunks][8], g[kChunks][8], bt[kChunks][8];
   float sum = 0.0f;
 #pragma unroll
   for (int k = 0; k < kChunks; ++k) {
     const int c = 8 * (lane + 32 * k);
     if (lane + 32 * k < chunks) {
-      load8(x + base + c, v[k]);
+      load8(x + x_base + c, v[k]);
       if (residual) {
         float t[8];
         load8(residual + base + c, t);
@@ -207,9 +227,6 @@ __global__ void masked_softmax_kernel(float* scores, int rows, int cols, int ld,
   for (int c = lane; c < cols; c += 32) s[c] *= inv;
 }
 
-// Exact (erf) GELU of one value, in fp32.
-__device__ __forceinline__ float gelu_erf_value(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
-
 // rows x cols values, rows `ld` apart: rows over grid y, columns over grid x, so no value pays
 // for a 64-bit division (the earlier flat loop divided every index by cols; the FFN's GELU took
 // 36 us at L128 b32 in fp16, docs/benchmarks.md; what this saves is not measured yet).
@@ -265,7 +282,8 @@ bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 }  // namespace
 
 void layer_norm(DType x_type, DType y_type, const void* x, const void* residual, const float* gamma,
-                const float* beta, float eps, int rows, int cols, void* y, cudaStream_t stream) {
+                const float* beta, float eps, int rows, int cols, void* y, cudaStream_t stream,
+                const int32_t* x_rows, const uint8_t* keep) {
   if (x_type != y_type && x_type != DType::kF32)
     throw InternalError("cuda::layer_norm: x must be F32 or of y's type");
   if (rows <= 0) return;
@@ -281,7 +299,7 @@ void layer_norm(DType x_type, DType y_type, const void* x, const void* residual,
                        aligned16(beta);
       const auto warp_per_row = [&](auto kernel) {
         launch_kernel(kernel, warp_blocks, kLnWarps * 32, 0, stream, "cuda::layer_norm", xs, rs, gamma, beta, eps, rows,
-                      cols, ys);
+                      cols, ys, x_rows, keep);
       };
       if (vec && cols <= 1024) {  // the row in registers, 16-byte accesses
         const int chunks = cols / 8;
@@ -299,7 +317,8 @@ void layer_norm(DType x_type, DType y_type, const void* x, const void* residual,
         if (smem > 48 * 1024)
           check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
                 "cuda::layer_norm smem");
-        launch_kernel(kernel, rows, kRowThreads, smem, stream, "cuda::layer_norm", xs, rs, gamma, beta, eps, cols, ys);
+        launch_kernel(kernel, rows, kRowThreads, smem, stream, "cuda::layer_norm", xs, rs, gamma, beta, eps, cols, ys,
+                      x_rows, keep);
       }
     };
     if (x_type == y_type) run(TY{});

@@ -17,9 +17,12 @@ namespace rexnlu::backends::cuda {
 // backends::cpu::layer_norm: y[r] = LN(x[r] + residual[r]) * gamma + beta (residual may be null;
 // y may alias x or residual when y_type == x_type), rows of `cols` contiguous values, two-pass fp32
 // statistics. x and residual are of x_type, y of y_type: the same type, or x F32 and y 16-bit (the
-// embeddings' layer norm writing the encoder's first 16-bit activations).
+// embeddings' layer norm writing the encoder's first 16-bit activations). Optional, as on the CPU:
+// x_rows (row r reads x's row x_rows[r]: the embedding gather; y must not alias x then) and keep
+// (rows with keep[r] == 0 are written as zeros).
 void layer_norm(DType x_type, DType y_type, const void* x, const void* residual, const float* gamma,
-                const float* beta, float eps, int rows, int cols, void* y, cudaStream_t stream);
+                const float* beta, float eps, int rows, int cols, void* y, cudaStream_t stream,
+                const int32_t* x_rows = nullptr, const uint8_t* keep = nullptr);
 
 // backends::cpu::masked_softmax (XSoftmax), in place on fp32 scores.
 void masked_softmax(float* scores, int rows, int cols, int ld, const uint8_t* mask, int ld_mask,
@@ -41,9 +44,12 @@ void rotary_interleaved(float* x, int rows, int dim, int groups, int ld, const i
 // the products of 16-bit x and taps kept in fp32) with column k*out+o holding tap k. This kernel
 // adds them up in fp32 with the sequence-local zero padding:
 //   y[t,o] = bias[o] + taps[t,out+o] + taps[t-1,o] (t-1 in t's sequence) + taps[t+1,2out+o] (t+1 too)
-// bias (fp32) may be null; y is of `y_type`, row stride out.
+// bias (fp32) may be null; y is of `y_type`, row stride out. The epilogue, as on the CPU: rows with
+// keep[t] == 0 (keep may be null) are written as zeros, the others as the exact GELU of y (of y as
+// stored in y_type: the bits of a separate gelu_erf) where gelu is set.
 void conv1d_k3_combine(DType taps_type, DType y_type, const void* taps, const DeviceBatch& batch, int out,
-                       const float* bias, void* y, cudaStream_t stream);
+                       const float* bias, void* y, cudaStream_t stream, const uint8_t* keep = nullptr,
+                       bool gelu = false);
 
 // DeBERTa-v2 disentangled attention (backends::cpu::disentangled_attention) for every sequence
 // and head of a packed batch in ONE launch, fused: the c2p and p2c terms are computed inside the

@@ -22,6 +22,9 @@ template <> __device__ __forceinline__ float from_f32<float>(float x) { return x
 template <> __device__ __forceinline__ __half from_f32<__half>(float x) { return __float2half_rn(x); }
 template <> __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
 
+// Exact (erf) GELU of one value, in fp32 (gelu_erf's kernels, the conv's combining epilogue).
+__device__ __forceinline__ float gelu_erf_value(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
+
 // Calls f(T{}) with T the C++ type of `type` (float, __half or __nv_bfloat16).
 template <typename F>
 void dispatch_float_type(DType type, const char* what, F&& f) {

@@ -4,12 +4,10 @@
 #include <cmath>
 #include <string>
 
-#include "ops/activations.h"
 #include "ops/attention.h"
 #include "ops/conv1d.h"
 #include "ops/layer_norm.h"
 #include "ops/linear.h"
-#include "ops/tensor_ops.h"
 #include "models/link_model.h"
 
 namespace rexnlu::models {
@@ -71,22 +69,20 @@ ConstTensorRef DebertaV2RexEncoder::forward(backends::Backend& be, const PackedB
   const ConstTensorRef &ids = uploaded[0], &positions = uploaded[1], &keep = uploaded[2];
   const ops::PackedSequences seqs =
       ops::pack_sequences(be, batch.offsets, std::vector<ConstTensorRef>(uploaded.begin() + 3, uploaded.end()));
-  // The activations from the embeddings' layer norm on are of the backend's activation type (h's):
-  // the gathered rows stay F32 (the table's type) until that layer norm writes them.
+  // The activations from the embeddings' layer norm on are of the backend's activation type (h's).
+  // emb is layer 0's input and the conv's: layer 0 writes h (there are layers: config_reader.h).
   const TensorRef emb = be.alloc(h.dtype, {T, H});
-  const TensorRef gathered = h.dtype == DType::kF32 ? emb : be.alloc(DType::kF32, {T, H});
   if (forward_cancelled()) throw ForwardCancelled();
   be.run_recorded(key, [&] {
-    // Embeddings: word embedding + LayerNorm. No position or token-type embeddings, and the
-    // Rex variant multiplies by a mask of ones (a no-op).
-    ops::embedding(be, word_embeddings_, ids, gathered);
-    ops::layer_norm(be, gathered, {}, emb_ln_, emb);
-    ops::copy(be, emb, h);
+    // Embeddings: LayerNorm of the word embeddings' rows of the ids (F32, gathered by the layer
+    // norm itself). No position or token-type embeddings, and the Rex variant multiplies by a mask
+    // of ones (a no-op).
+    ops::layer_norm(be, word_embeddings_, {}, emb_ln_, emb, {.x_rows = ids});
     for (size_t l = 0; l < layers_.size(); ++l) {
       // The caller gave up (deadline, drain): checked between layers when the pass runs here
       // (not inside a replayed recording, which runs all layers at once).
       if (forward_cancelled()) throw ForwardCancelled();
-      run_layer(be, layers_[l], seqs, positions, h);
+      run_layer(be, layers_[l], seqs, positions, l == 0 ? ConstTensorRef(emb) : ConstTensorRef(h), h);
       if (l == 0) run_conv(be, seqs, keep, emb, h);
     }
   });
@@ -110,10 +106,10 @@ std::vector<uint8_t> DebertaV2RexEncoder::input_mask(const PackedBatch& batch) {
 }
 
 void DebertaV2RexEncoder::run_layer(backends::Backend& be, const Layer& L, const ops::PackedSequences& seqs,
-                                    ConstTensorRef positions, TensorRef h) const {
+                                    ConstTensorRef positions, ConstTensorRef x, TensorRef h) const {
   const int64_t T = seqs.rows(), H = hidden_;
   const Workspace::Frame frame(be.workspace());  // this layer's buffers are free again for the next layer
-  const TensorRef qkv = project_qkv(be, L.w, h);
+  const TensorRef qkv = project_qkv(be, L.w, x);
 
   const TensorRef ctx = be.alloc(h.dtype, {T, H});
   ops::DisentangledAttention a;  // every sequence of the batch, each under its own mask
@@ -128,7 +124,7 @@ void DebertaV2RexEncoder::run_layer(backends::Backend& be, const Layer& L, const
   a.out = ctx;
   ops::disentangled_attention(be, a, seqs);
 
-  attention_output_and_ffn(be, L.w, ctx, h);
+  attention_output_and_ffn(be, L.w, ctx, x, h);
 }
 
 void DebertaV2RexEncoder::run_conv(backends::Backend& be, const ops::PackedSequences& seqs, ConstTensorRef keep,
@@ -136,12 +132,10 @@ void DebertaV2RexEncoder::run_conv(backends::Backend& be, const ops::PackedSeque
   const int64_t T = seqs.rows(), H = hidden_;
   const Workspace::Frame frame(be.workspace());
   const TensorRef conv = be.alloc(h.dtype, {T, H});
-  ops::conv1d_k3(be, emb, conv_, conv, seqs);  // zero padding at each sequence's own ends
-  ops::zero_rows(be, conv, keep);
-  ops::gelu_erf(be, conv);
-  // h = LayerNorm(h + gelu(conv)) * input_mask
-  ops::layer_norm(be, h, conv, conv_ln_, h);
-  ops::zero_rows(be, h, keep);
+  // conv = gelu(conv1d(emb)) * input_mask, zero padding at each sequence's own ends
+  ops::conv1d_k3(be, emb, conv_, conv, seqs, {.keep = keep, .gelu_erf = true});
+  // h = LayerNorm(h + conv) * input_mask
+  ops::layer_norm(be, h, conv, conv_ln_, h, {.keep = keep});
 }
 
 }  // namespace rexnlu::models

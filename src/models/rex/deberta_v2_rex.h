@@ -39,8 +39,9 @@ class DebertaV2RexEncoder {
     Tensor rel_qk;  // [rel_rows, 2H]: Qr|Kr = query/key_proj(R), constant (computed at load), activation type
   };
 
+  // h <- the layer applied to x (x may be h: in place).
   void run_layer(backends::Backend& be, const Layer& layer, const ops::PackedSequences& seqs, ConstTensorRef positions,
-                 TensorRef h) const;
+                 ConstTensorRef x, TensorRef h) const;
   void run_conv(backends::Backend& be, const ops::PackedSequences& seqs, ConstTensorRef keep, ConstTensorRef emb,
                 TensorRef h) const;
   // input_mask per token (host, [rows]): 1 where the token's column of its 2D mask has a 1.
