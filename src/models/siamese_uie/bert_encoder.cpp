@@ -38,9 +38,9 @@ void BertEmbeddings::forward(backends::Backend& be, const std::vector<int32_t>& 
   for (size_t t = 0; t < rows.size(); ++t) rows[t] = type * max_positions_ + positions[t];
   const Workspace::Frame frame(be.workspace());
   const TensorRef extra = be.alloc(DType::kF32, {T, hidden_});
-  ops::embedding(be, word_, be.upload(host_ref(ids.data(), {T})), out);
   ops::embedding(be, position_type_, be.upload(host_ref(rows.data(), {T})), extra);
-  ops::layer_norm(be, out, extra, ln_, out);
+  // out = LayerNorm(word[ids] + extra): the word rows gathered by the layer norm itself.
+  ops::layer_norm(be, word_, extra, ln_, out, {.x_rows = be.upload(host_ref(ids.data(), {T}))});
 }
 
 BertLayerStack::BertLayerStack(const SiameseConfig& c, WeightLoader& w, const std::string& prefix, int count)
