@@ -37,6 +37,15 @@
 // where no part kept a key) as the 16-row shape merges its warps. Not the same bits as the
 // unsplit kernel (P is rounded relative to each part's own running max, and the sums run in
 // another order); elsewhere (or kOff) the unsplit kernel runs.
+// 64-key chunks (template K64, the 64-row shape only; AttentionArgs::fa_chunk64, off by default
+// until timed: docs/attention_fa_notes.md): the same loop over chunks of 64 keys (warp w: its 16
+// rows x all 64 keys), with half the per-key fixed work (copies, tile ranges, mask loads,
+// barriers) and C2P over 5 window tiles per 64 keys instead of 3 per 32; the ring holds one
+// window (128 rows, slot r & 127); P2C by key tile (warp w: key tile w x the window tiles the
+// block's rows index, its A fragments loaded once) into the warps' c2p buffers once their C2P
+// terms are gathered (the gathers keep each element's in-window index as a byte between the two
+// passes), so 107 KB of shared memory and 2 blocks per SM still; the masks as bits; the copies at
+// per-thread offsets. Not the same bits as 32-key chunks (O is rescaled at other points).
 // Every loop whose length depends on the positions runs a fixed, unrolled count with a guard
 // inside: ptxas of CUDA 13.0 (sm_90) miscompiled the computed trip count of the strided copy loop
 // `for (e = tid; e < n * kPr; e += kThreads)` over a window's relative rows (a max of three
@@ -629,43 +638,81 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a,
       // load first, from an index inside the window (0 where the pair's index is outside it: a
       // value read and dropped), then the adds where the index is inside: the 2 x 16 loads issue
       // back to back (one guarded load-and-add at a time compiled to 16 serialized branches).
-      // K64: in two halves of the n8 tiles (16 elements, 32 loads at a time: registers).
       const auto gather = [&](bool add_c2p, bool add_p2c) {
-        constexpr int kHalves = K64 ? 2 : 1, kNh = kNt / kHalves;
+        float t[2][kNt][2];
+        bool in[2][kNt][2];
 #pragma unroll
-        for (int hf = 0; hf < kHalves; ++hf) {
-          float t[2][kNh][2];
-          bool in[2][kNh][2];
+        for (int rr = 0; rr < 2; ++rr)
+#pragma unroll
+          for (int n = 0; n < kNt; ++n)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+              const int idx = clamp_rel(pq[rr] - pk[n][e] + half, R) - r0;
+              const int jl = kw * kKW + 8 * n + 2 * qd + e;
+              in[rr][n][e] = static_cast<unsigned>(idx) < static_cast<unsigned>(nr);
+              const int at = in[rr][n][e] ? idx : 0;
+              t[rr][n][e] = (add_c2p ? c2p[(g + 8 * rr) * kLdf + at] : 0.0f) + (add_p2c ? p2c[jl * kLdf + at] : 0.0f);
+            }
+#pragma unroll
+        for (int rr = 0; rr < 2; ++rr)
+#pragma unroll
+          for (int n = 0; n < kNt; ++n)
+#pragma unroll
+            for (int e = 0; e < 2; ++e)
+              if (in[rr][n][e]) s[n][2 * rr + e] += t[rr][n][e];
+      };
+      // K64: the C2P and P2C terms are gathered one after the other (they share the buffer). The
+      // c2p pass computes each element's in-window index and keeps it as a byte of idx8 (element
+      // (rr * kNt + n) * 2 + e; 0x80 = outside the window; kRw <= 128), the p2c pass reads it back.
+      // Each in two halves of the n8 tiles (16 elements, 16 loads issued first, then the adds).
+      uint32_t idx8[K64 ? kNt / 2 : 1];
+      const auto gather64 = [&](bool c2p_pass) {
+        const float* c2p_t = c2p + g * kLdf;           // rows g, g + 8 of the warp's c2p
+        const float* p2c_t = p2c + (kw * kKW + 2 * qd) * kLdf;  // key 2qd of tile n: row 8n + 2qd
+#pragma unroll
+        for (int hf = 0; hf < 2; ++hf) {
+          float t[2][kNt / 2][2];
+          bool in[2][kNt / 2][2];
 #pragma unroll
           for (int rr = 0; rr < 2; ++rr)
 #pragma unroll
-            for (int nn = 0; nn < kNh; ++nn)
+            for (int nn = 0; nn < kNt / 2; ++nn)
 #pragma unroll
               for (int e = 0; e < 2; ++e) {
-                const int n = hf * kNh + nn;
-                const int idx = clamp_rel(pq[rr] - (K64 ? posk_t[8 * n + e] : pk[n][e]) + half, R) - r0;
-                const int jl = kw * kKW + 8 * n + 2 * qd + e;
-                in[rr][nn][e] = static_cast<unsigned>(idx) < static_cast<unsigned>(nr);
-                const int at = in[rr][nn][e] ? idx : 0;
-                t[rr][nn][e] = (add_c2p ? c2p[(g + 8 * rr) * kLdf + at] : 0.0f) + (add_p2c ? p2c[jl * kLdf + at] : 0.0f);
+                const int n = hf * (kNt / 2) + nn, el = (rr * kNt + n) * 2 + e;
+                uint32_t& word = idx8[el / 4];
+                int at;
+                if (c2p_pass) {
+                  const int idx = clamp_rel(pq[rr] - posk_t[8 * n + e] + half, R) - r0;
+                  in[rr][nn][e] = static_cast<unsigned>(idx) < static_cast<unsigned>(nr);
+                  at = in[rr][nn][e] ? idx : 0;
+                  const uint32_t byte = in[rr][nn][e] ? static_cast<uint32_t>(idx) : 0x80u;
+                  word = (el % 4 == 0 ? 0u : word) | byte << (8 * (el % 4));
+                  t[rr][nn][e] = c2p_t[8 * rr * kLdf + at];
+                } else {
+                  const uint32_t byte = (word >> (8 * (el % 4))) & 0xffu;
+                  in[rr][nn][e] = byte < 0x80u;
+                  at = static_cast<int>(byte & 0x7fu);
+                  t[rr][nn][e] = p2c_t[(8 * n + e) * kLdf + at];
+                }
               }
 #pragma unroll
           for (int rr = 0; rr < 2; ++rr)
 #pragma unroll
-            for (int nn = 0; nn < kNh; ++nn)
+            for (int nn = 0; nn < kNt / 2; ++nn)
 #pragma unroll
               for (int e = 0; e < 2; ++e)
-                if (in[rr][nn][e]) s[hf * kNh + nn][2 * rr + e] += t[rr][nn][e];
+                if (in[rr][nn][e]) s[hf * (kNt / 2) + nn][2 * rr + e] += t[rr][nn][e];
         }
       };
       if constexpr (K64) {  // C2P, its gather, then P2C by key tile over it, its gather
         c2p_tiles();
         __syncwarp();
-        gather(true, false);
+        gather64(true);
         __syncwarp();
         p2c_key_tile();
         __syncthreads();  // every warp gathers every key tile's p2c (and is past its last ring read)
-        gather(false, true);
+        gather64(false);
       } else if constexpr (kWK == 1) {
         c2p_tiles();
         p2c_items();
@@ -891,6 +938,8 @@ void launch_shape(const AttentionArgs& a, int parts, cudaStream_t stream) {
   const dim3 grid((a.batch.max_length + kBq - 1) / kBq, a.num_heads, a.batch.num_sequences);
   constexpr const char* what = "cuda::disentangled_attention (fa)";
   constexpr int bytes = Shape<D, WQ, K64>::bytes;
+  // Two blocks per SM on sm_90 (227 KB per SM, 1 KB reserved per block): 64-key chunks would not pay with one.
+  static_assert(!K64 || 2 * (bytes + 1024) <= 227 * 1024, "64-key chunks: 2 blocks per SM");
   if (parts <= 1) {
     launch_with_smem(attention_fa_kernel<T, D, WQ, false, K64>, grid, kThreads, bytes, stream, what, a, SplitParts{});
     return;
