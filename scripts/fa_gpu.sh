@@ -27,9 +27,9 @@ fails=0
 start=$(date +%s)
 BUILD_DIR="$dir" GTEST_DIR="$sr" bash "$root/scripts/test_gpu.sh" --gtest_filter='Gpu.*AttentionFlash*' || fails=$((fails + 1))
 echo "== build and tests took $(($(date +%s) - start)) s"
-cs=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -n 1)
 "$dir/tests/bench_kernels_cuda" || fails=$((fails + 1))
 echo "== bench done at $(($(date +%s) - start)) s"
+cs=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -n 1)
 if [ -n "$cs" ]; then
   racecheck() {  # seconds, test filter; a timeout is reported as such (not a race)
     timeout "$1" "$cs" --tool racecheck --error-exitcode 1 "$dir/tests/test_kernels_cuda" \
