@@ -44,8 +44,8 @@
 // window (128 rows, slot r & 127); P2C by key tile (warp w: key tile w x the window tiles the
 // block's rows index, its A fragments loaded once) into the warps' c2p buffers once their C2P
 // terms are gathered (the gathers keep each element's in-window index as a byte between the two
-// passes), so 107 KB of shared memory and 2 blocks per SM still; the masks as bits; the copies at
-// per-thread offsets. Not the same bits as 32-key chunks (O is rescaled at other points).
+// passes), so 107 KB of shared memory, 205 registers (the split 207) and 2 blocks per SM still; the
+// masks as bits; the copies at per-thread offsets. Not the same bits as 32-key chunks (O is rescaled at other points).
 // Every loop whose length depends on the positions runs a fixed, unrolled count with a guard
 // inside: ptxas of CUDA 13.0 (sm_90) miscompiled the computed trip count of the strided copy loop
 // `for (e = tid; e < n * kPr; e += kThreads)` over a window's relative rows (a max of three
@@ -664,46 +664,40 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a,
       // K64: the C2P and P2C terms are gathered one after the other (they share the buffer). The
       // c2p pass computes each element's in-window index and keeps it as a byte of idx8 (element
       // (rr * kNt + n) * 2 + e; 0x80 = outside the window; kRw <= 128), the p2c pass reads it back.
-      // Each in two halves of the n8 tiles (16 elements, 16 loads issued first, then the adds).
+      // Each issues its 32 loads first, then the adds (as gather).
       uint32_t idx8[K64 ? kNt / 2 : 1];
       const auto gather64 = [&](bool c2p_pass) {
-        const float* c2p_t = c2p + g * kLdf;           // rows g, g + 8 of the warp's c2p
+        const float* c2p_t = c2p + g * kLdf;                    // rows g, g + 8 of the warp's c2p
         const float* p2c_t = p2c + (kw * kKW + 2 * qd) * kLdf;  // key 2qd of tile n: row 8n + 2qd
+        float t[2][kNt][2];
+        bool in[2][kNt][2];
 #pragma unroll
-        for (int hf = 0; hf < 2; ++hf) {
-          float t[2][kNt / 2][2];
-          bool in[2][kNt / 2][2];
+        for (int rr = 0; rr < 2; ++rr)
 #pragma unroll
-          for (int rr = 0; rr < 2; ++rr)
+          for (int n = 0; n < kNt; ++n)
 #pragma unroll
-            for (int nn = 0; nn < kNt / 2; ++nn)
-#pragma unroll
-              for (int e = 0; e < 2; ++e) {
-                const int n = hf * (kNt / 2) + nn, el = (rr * kNt + n) * 2 + e;
-                uint32_t& word = idx8[el / 4];
-                int at;
-                if (c2p_pass) {
-                  const int idx = clamp_rel(pq[rr] - posk_t[8 * n + e] + half, R) - r0;
-                  in[rr][nn][e] = static_cast<unsigned>(idx) < static_cast<unsigned>(nr);
-                  at = in[rr][nn][e] ? idx : 0;
-                  const uint32_t byte = in[rr][nn][e] ? static_cast<uint32_t>(idx) : 0x80u;
-                  word = (el % 4 == 0 ? 0u : word) | byte << (8 * (el % 4));
-                  t[rr][nn][e] = c2p_t[8 * rr * kLdf + at];
-                } else {
-                  const uint32_t byte = (word >> (8 * (el % 4))) & 0xffu;
-                  in[rr][nn][e] = byte < 0x80u;
-                  at = static_cast<int>(byte & 0x7fu);
-                  t[rr][nn][e] = p2c_t[(8 * n + e) * kLdf + at];
-                }
+            for (int e = 0; e < 2; ++e) {
+              const int el = (rr * kNt + n) * 2 + e;
+              uint32_t& word = idx8[el / 4];
+              if (c2p_pass) {
+                const int idx = clamp_rel(pq[rr] - posk_t[8 * n + e] + half, R) - r0;
+                in[rr][n][e] = static_cast<unsigned>(idx) < static_cast<unsigned>(nr);
+                const uint32_t byte = in[rr][n][e] ? static_cast<uint32_t>(idx) : 0x80u;
+                word = (el % 4 == 0 ? 0u : word) | byte << (8 * (el % 4));
+                t[rr][n][e] = c2p_t[8 * rr * kLdf + (in[rr][n][e] ? idx : 0)];
+              } else {
+                const uint32_t byte = (word >> (8 * (el % 4))) & 0xffu;
+                in[rr][n][e] = byte < 0x80u;
+                t[rr][n][e] = p2c_t[(8 * n + e) * kLdf + static_cast<int>(byte & 0x7fu)];
               }
+            }
 #pragma unroll
-          for (int rr = 0; rr < 2; ++rr)
+        for (int rr = 0; rr < 2; ++rr)
 #pragma unroll
-            for (int nn = 0; nn < kNt / 2; ++nn)
+          for (int n = 0; n < kNt; ++n)
 #pragma unroll
-              for (int e = 0; e < 2; ++e)
-                if (in[rr][nn][e]) s[hf * (kNt / 2) + nn][2 * rr + e] += t[rr][nn][e];
-        }
+            for (int e = 0; e < 2; ++e)
+              if (in[rr][n][e]) s[n][2 * rr + e] += t[rr][n][e];
       };
       if constexpr (K64) {  // C2P, its gather, then P2C by key tile over it, its gather
         c2p_tiles();
