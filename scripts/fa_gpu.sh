@@ -15,7 +15,8 @@
 #      64 rows x 2 / x 4 parts", microseconds per layer;
 #   3. compute-sanitizer racecheck of the small split test (it runs the unsplit kernel, both
 #      shapes, and the split, 2 and 4 parts) and of its 64-key-chunk twin, where the toolkit has
-#      it (last: a command cut short by a time limit loses the least there).
+#      it (last: a command cut short by a time limit loses the least there; RACECHECK_FILTER picks
+#      the tests, e.g. only Gpu.DisentangledAttentionFlashChunk64Small, ~1 min less).
 #   SYSROOT_TAR=.device/sysroot.tar.xz scripts/fa_gpu.sh     (SYSROOT=/tmp/sr, BUILD_DIR=/tmp/bfa)
 # Through the device tool: carry [".device/sysroot.tar.xz"].
 set -uo pipefail
@@ -38,7 +39,7 @@ if [ -n "$cs" ]; then
     if [ "$rc" = 124 ]; then echo "== racecheck $2: timed out after $1 s (no verdict)"; fi
     test "$rc" = 0 || fails=$((fails + 1))
   }
-  racecheck 240 'Gpu.DisentangledAttentionFlashSplitSmall:Gpu.DisentangledAttentionFlashChunk64Small'
+  racecheck 240 "${RACECHECK_FILTER:-Gpu.DisentangledAttentionFlashSplitSmall:Gpu.DisentangledAttentionFlashChunk64Small}"
 else
   echo "== racecheck: skipped (no compute-sanitizer)"
 fi
