@@ -780,9 +780,9 @@ void check_attention(const Batch& batch, int heads, int head_dim, DType t, const
     // The 64-row shape with 64-key chunks (AttentionArgs::fa_chunk64, head_dim 64): not the
     // 32-key chunks' bits (the online softmax rescales O at other points), so against the CPU and
     // within the 16-bit type's tolerance of them; run twice, the same bits.
-    if (head_dim == 64) {
-      kg::AttentionArgs a64 = a;
-      a64.fa_chunk64 = true;
+    kg::AttentionArgs a64 = a;
+    a64.fa_chunk64 = true;
+    if (head_dim == 64 && kg::attention_fa_supported(a64)) {  // sm_80 / sm_90: its 107 KB of shared memory
       const std::string label = what + " " + name(t) + " fa rows 64, 64-key chunks";
       dout.poison();
       kg::disentangled_attention_fa(a64, nullptr, 64, 1);
@@ -926,6 +926,11 @@ void check_flash_split(const Batch& batch, int heads, const std::string& what, u
     DeviceBuffer dout(size_t(batch.rows) * H * dtype_size(t));
     kg::AttentionArgs a = attention_args(db, heads, head_dim, t, t, dqkv, drel, rel_rows, dout);
     ASSERT_TRUE(kg::attention_fa_supported(a)) << what;
+    if (k64) {
+      kg::AttentionArgs a64 = a;
+      a64.fa_chunk64 = true;
+      if (!kg::attention_fa_supported(a64)) GTEST_SKIP() << "64-key chunks: 107 KB of shared memory per block (sm_80 / sm_90)";
+    }
     const double tol = 2 * tolerance(t);
     if (batch.max_len <= 128) {  // 2 parts would keep fewer than 128 keys each
       EXPECT_EQ(kg::attention_fa_workspace_bytes(a), 0u) << what << " " << name(t) << ": the automatic split splits";

@@ -977,7 +977,7 @@ bool attention_fa_supported(const AttentionArgs& a) {
   if (a.type != a.compute || !aligned(a.out, 4) || a.ld_out % 2 != 0) return false;
   DeviceLimits d;
   return query_device_limits(d) && d.major >= 8 && d.smem_optin >= Shape<64, 1>::bytes &&
-         d.smem_optin >= Shape<64, 4>::bytes;
+         d.smem_optin >= Shape<64, 4>::bytes && (!a.fa_chunk64 || d.smem_optin >= Shape<64, 4, true>::bytes);
 }
 
 size_t attention_fa_workspace_bytes(const AttentionArgs& a, int rows_per_block, int split_parts) {

@@ -12,8 +12,9 @@
 namespace rexnlu::backends::cuda {
 
 // The current device and the arguments suit the flash kernel: type == compute (F16 or BF16),
-// head_dim 64 (16 is built but not dispatched: see attention_fa.cu), sm_80+ with the shared memory of both block shapes, out 4-byte aligned with
-// an even row stride.
+// head_dim 64 (16 is built but not dispatched: see attention_fa.cu), sm_80+ with the shared memory of
+// both block shapes (and of the 64-key chunks' where args.fa_chunk64 asks for them: 107 KB, more than
+// sm_86/sm_89 give a block), out 4-byte aligned with an even row stride.
 bool attention_fa_supported(const AttentionArgs& args);
 // Enqueues it (tests and benchmarks call it directly; cuda::disentangled_attention checks the
 // arguments first). rows_per_block: 64 = 4 warps of 16 query rows sharing 32-key chunks; 16 = one
