@@ -1632,6 +1632,24 @@ TEST_P(Ops16Test, DisentangledAttentionKeySplitAtL512) {
 #endif
 }
 
+#if REXNLU_HAVE_CUDA
+// Sets var=value (left set) and expects make_backend(options) to refuse it as invalid input naming
+// "var=value"; returns the error's message ("" where it was accepted).
+std::string expect_env_refused(const char* var, const char* value, const LoadOptions& options) {
+  setenv(var, value, 1);
+  const std::string named = std::string(var) + "=" + value;
+  try {
+    auto be = backends::make_backend(options);
+    ADD_FAILURE() << named << " accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput) << e.what();
+    EXPECT_NE(std::string(e.what()).find(named), std::string::npos) << e.what();
+    return e.what();
+  }
+  return {};
+}
+#endif
+
 // REXNLU_CUDA_FA_SPLIT: the flash kernel's key split at small grids, auto (the default) or off
 // (describe() says so); any other value is refused, naming the variable and the accepted values.
 TEST(CudaFlashSplit, EnvironmentVariableIsReadAndChecked) {
@@ -1641,17 +1659,9 @@ TEST(CudaFlashSplit, EnvironmentVariableIsReadAndChecked) {
   using backends::cuda::CudaBackend;
   using backends::cuda::FlashSplit;
   const LoadOptions options{Device::kCuda, Precision::kFloat16, 0};
-  setenv("REXNLU_CUDA_FA_SPLIT", "on", 1);
-  try {
-    auto be = backends::make_backend(options);
-    ADD_FAILURE() << "REXNLU_CUDA_FA_SPLIT=on accepted";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput) << e.what();
-    const std::string what = e.what();
-    EXPECT_NE(what.find("REXNLU_CUDA_FA_SPLIT=on"), std::string::npos) << what;
-    EXPECT_NE(what.find("expected auto"), std::string::npos) << what;
-    EXPECT_NE(what.find(" or off"), std::string::npos) << what;
-  }
+  const std::string what = expect_env_refused("REXNLU_CUDA_FA_SPLIT", "on", options);
+  EXPECT_NE(what.find("expected auto"), std::string::npos) << what;
+  EXPECT_NE(what.find(" or off"), std::string::npos) << what;
   for (auto [value, split] : {std::pair{"off", FlashSplit::kOff}, {"auto", FlashSplit::kAuto}}) {
     setenv("REXNLU_CUDA_FA_SPLIT", value, 1);
     auto be = backends::make_backend(options);
@@ -1675,13 +1685,7 @@ TEST(CudaAttentionKernel, EnvironmentVariableIsReadAndChecked) {
   using backends::cuda::CudaBackend;
   using backends::cuda::TensorCoreKernel;
   const LoadOptions options{Device::kCuda, Precision::kFloat16, 0};
-  setenv("REXNLU_CUDA_ATTENTION", "flash", 1);
-  try {
-    auto be = backends::make_backend(options);
-    ADD_FAILURE() << "REXNLU_CUDA_ATTENTION=flash accepted";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("REXNLU_CUDA_ATTENTION=flash"), std::string::npos) << e.what();
-  }
+  expect_env_refused("REXNLU_CUDA_ATTENTION", "flash", options);
   for (auto [value, kernel] : {std::pair{"wmma", TensorCoreKernel::kWmma}, {"fa", TensorCoreKernel::kFlash}}) {
     setenv("REXNLU_CUDA_ATTENTION", value, 1);
     auto be = backends::make_backend(options);
@@ -1705,16 +1709,7 @@ TEST(CudaProgrammaticLaunch, EnvironmentVariableIsReadAndChecked) {
   if (std::find(devices.begin(), devices.end(), Device::kCuda) == devices.end()) GTEST_SKIP() << "no usable GPU";
   using backends::cuda::CudaBackend;
   const LoadOptions options{Device::kCuda, Precision::kFloat16, 0};
-  for (const char* bad : {"yes", "2", "true"}) {
-    setenv("REXNLU_CUDA_PDL", bad, 1);
-    try {
-      auto be = backends::make_backend(options);
-      ADD_FAILURE() << "REXNLU_CUDA_PDL=" << bad << " accepted";
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find(std::string("REXNLU_CUDA_PDL=") + bad), std::string::npos) << e.what();
-      EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput) << e.what();
-    }
-  }
+  for (const char* bad : {"yes", "2", "true"}) expect_env_refused("REXNLU_CUDA_PDL", bad, options);
   const bool sm90 = backends::cuda::probe_device(0).cc_major >= 9;
   setenv("REXNLU_CUDA_PDL", "1", 1);
   auto on = backends::make_backend(options);

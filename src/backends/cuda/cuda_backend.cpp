@@ -60,6 +60,16 @@ DType storage_type(Precision p) {
   return p == Precision::kFloat16 ? DType::kF16 : p == Precision::kBFloat16 ? DType::kBF16 : DType::kF32;
 }
 
+// An environment switch of two values: "" where `name` is unset or empty, else its value, which
+// must be `a` or `b` (anything else: an InputError "name=value: " + expected).
+std::string env_choice(const char* name, const char* a, const char* b, const std::string& expected) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == 0) return {};
+  const std::string value(v);
+  if (value != a && value != b) throw InputError(std::string(name) + "=" + value + ": " + expected);
+  return value;
+}
+
 }  // namespace
 
 struct CudaBackend::Graph {
@@ -74,40 +84,30 @@ CudaBackend::CudaBackend(int device_index, Precision precision)
     : Backend(Device::kCuda, checked(device_index, precision), device_allocator(), pinned_allocator()),
       index_(device_index) {
   // Read first: a bad value throws before anything is created.
-  if (const char* k = std::getenv("REXNLU_CUDA_ATTENTION"); k != nullptr && *k != 0) {
-    const std::string kernel(k);
-    if (kernel != "fa" && kernel != "wmma")
-      throw InputError("REXNLU_CUDA_ATTENTION=" + kernel + ": expected fa (the flash kernel where it applies, the default) or wmma");
-    attention_kernel_ = kernel == "fa" ? TensorCoreKernel::kFlash : TensorCoreKernel::kWmma;
-  }
-  if (const char* v = std::getenv("REXNLU_CUDA_FA_SPLIT"); v != nullptr && *v != 0) {
-    const std::string split(v);
-    if (split != "auto" && split != "off")
-      throw InputError("REXNLU_CUDA_FA_SPLIT=" + split +
-                       ": expected auto (the default: the flash attention kernel splits each row block's keys over "
-                       "2 or 4 blocks where its grid has fewer blocks than SMs and every part keeps 128 keys) or off "
-                       "(never: the unsplit kernel's bits at every grid)");
+  if (const std::string k = env_choice("REXNLU_CUDA_ATTENTION", "fa", "wmma",
+                                       "expected fa (the flash kernel where it applies, the default) or wmma");
+      !k.empty())
+    attention_kernel_ = k == "fa" ? TensorCoreKernel::kFlash : TensorCoreKernel::kWmma;
+  if (const std::string split = env_choice(
+          "REXNLU_CUDA_FA_SPLIT", "auto", "off",
+          "expected auto (the default: the flash attention kernel splits each row block's keys over 2 or 4 blocks "
+          "where its grid has fewer blocks than SMs and every part keeps 128 keys) or off (never: the unsplit "
+          "kernel's bits at every grid)");
+      !split.empty())
     fa_split_ = split == "auto" ? FlashSplit::kAuto : FlashSplit::kOff;
-  }
   // REXNLU_CUDA_GELU (cuda_backend.h): unset = the epilogue at fp16 only, tanh = at bf16 too, erf = never.
-  std::string gelu_choice;
-  if (const char* g = std::getenv("REXNLU_CUDA_GELU"); g != nullptr && *g != 0) {
-    gelu_choice = g;
-    if (gelu_choice != "tanh" && gelu_choice != "erf")
-      throw InputError("REXNLU_CUDA_GELU=" + gelu_choice +
-                       ": expected tanh (the GELU in the 16-bit products' epilogue, at fp16 and bf16) or erf (the "
-                       "exact GELU, a separate kernel); unset: the epilogue at fp16, the exact kernel at bf16");
-  }
+  const std::string gelu_choice =
+      env_choice("REXNLU_CUDA_GELU", "tanh", "erf",
+                 "expected tanh (the GELU in the 16-bit products' epilogue, at fp16 and bf16) or erf (the exact GELU, "
+                 "a separate kernel); unset: the epilogue at fp16, the exact kernel at bf16");
   const DeviceInfo info = probe_device(index_);
   // sm_90+ only: below, griddepcontrol does not exist (the kernels compile it out, types.cuh).
   programmatic_launch_ = info.cc_major >= 9;
-  if (const char* p = std::getenv("REXNLU_CUDA_PDL"); p != nullptr && *p != 0) {
-    const std::string pdl(p);
-    if (pdl != "0" && pdl != "1")
-      throw InputError("REXNLU_CUDA_PDL=" + pdl +
-                       ": expected 1 (programmatic dependent launch on sm_90+, the default) or 0 (plain launches)");
+  if (const std::string pdl = env_choice(
+          "REXNLU_CUDA_PDL", "0", "1",
+          "expected 1 (programmatic dependent launch on sm_90+, the default) or 0 (plain launches)");
+      !pdl.empty())
     programmatic_launch_ = pdl == "1" && info.cc_major >= 9;
-  }
   name_ = cuda::describe(info);
   check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
   set_programmatic_launch(programmatic_launch_);  // before copy_as's conversions; again per pass
