@@ -149,8 +149,8 @@ step ops_all_backends "$dir/tests/ops/test_ops"
 step cuda_kernels "$dir/tests/cuda/test_kernels_cuda"
 # Shared-memory races in the attention and link-score kernels, and out-of-bounds accesses in the
 # link-score and layer-norm kernels at small shapes (compute-sanitizer, where the toolkit has it);
-# Gpu.DisentangledAttentionFlash* includes the flash kernel's small split and 64-key-chunk tests
-# (Gpu.DisentangledAttentionFlashSplitSmall, Gpu.DisentangledAttentionFlashChunk64Small).
+# Gpu.DisentangledAttentionFlash* includes the flash kernel's small split test
+# (Gpu.DisentangledAttentionFlashSplitSmall).
 cs=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -n 1)
 small_links='Gpu.LinkScoresBatchOneL128:Gpu.LinkScoresOddLengthsAndManySequences:Gpu.LinkScoresUnalignedRowsAndShortDims'
 if [ -n "$cs" ]; then

@@ -98,12 +98,10 @@ int main() {
 
   std::printf("| shape | type | qkv GEMM | attention (fused) | out GEMM+bias | LN+res | FFN up | GELU | FFN down | LN+res | "
               "layer sum | x12 layers | head GEMM (f32 out) | rotary | link scores | attention share | attention mma, 64 rows / 16 rows x 4 key groups | "
-              "attention fa by grid: split auto (rows, parts; 1 = unsplit) / split off | "
-              "attention fa 64-key chunks (fa_chunk64) by grid: split auto (rows, parts) / split off / 64 rows unsplit | "
-              "attention fa unsplit, 64 rows / 16 rows | "
+              "attention fa by grid: split auto (rows, parts; 1 = unsplit) / split off | attention fa unsplit, 64 rows / 16 rows | "
               "attention fa split forced, 64 rows x 2 parts / x 4 parts | link scores, tile 16 / 32 / 64 | "
               "FFN up + GELU epilogue (tanh) |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (auto [L, B] : {std::pair{128, 1}, {128, 8}, {128, 32}, {512, 1}, {512, 8}}) {
     const int T = L * B;
     std::vector<int32_t> offsets{0}, pos;
@@ -215,21 +213,11 @@ int main() {
         const double fa16 = time_us(s, [&] { kg::disentangled_attention_fa(af, s, 16, 1); });
         const double split2 = time_us(s, [&] { kg::disentangled_attention_fa(af, s, 64, 2); });
         const double split4 = time_us(s, [&] { kg::disentangled_attention_fa(af, s, 64, 4); });
-        // The 64-row shape with 64-key chunks (AttentionArgs::fa_chunk64; the 16-row shape, where
-        // the grid picks it, is the same kernel as without): by grid as the dispatch would run it,
-        // split off, and 64 rows unsplit (against "attention fa unsplit, 64 rows").
-        kg::AttentionArgs af64 = af, off64 = off;
-        af64.fa_chunk64 = off64.fa_chunk64 = true;
-        const size_t bytes64 = kg::attention_fa_workspace_bytes(af64);
-        const double by_grid64 = bytes64 <= most ? time_us(s, [&] { kg::disentangled_attention_fa(af64, s, 0); }) : -1.0;
-        const double split_off64 = time_us(s, [&] { kg::disentangled_attention_fa(off64, s, 0); });
-        const double fa64_64 = time_us(s, [&] { kg::disentangled_attention_fa(af64, s, 64, 1); });
-        std::printf(" %.1f (%d rows, %zu) / %.1f | %.1f (%d rows, %zu) / %.1f / %.1f | %.1f / %.1f | %.1f / %.1f |", by_grid,
-                    rows, bytes == 0 ? size_t(1) : bytes / per_part, split_off, by_grid64, rows,
-                    bytes64 == 0 ? size_t(1) : bytes64 / per_part, split_off64, fa64_64, fa64, fa16, split2, split4);
+        std::printf(" %.1f (%d rows, %zu) / %.1f | %.1f / %.1f | %.1f / %.1f |", by_grid, rows,
+                    bytes == 0 ? size_t(1) : bytes / per_part, split_off, fa64, fa16, split2, split4);
         cudaFree(split_ws);
       } else {
-        std::printf(" - | - | - | - |");
+        std::printf(" - | - | - |");
       }
       // The link scores' configurations (link_head.cu; "link scores" above: the one picked by the grid).
       for (const int tile : {16, 32, 64}) {

@@ -765,7 +765,6 @@ void check_attention(const Batch& batch, int heads, int head_dim, DType t, const
     // Both block shapes whatever the grid size (64 query rows x 32-key chunks; 16 rows with the
     // 64-key chunks split between the warps, merged at the end), unsplit (1 part: the key split
     // is check_flash_split's), each twice: the same bits.
-    std::vector<float> rows64;
     for (int rows : {64, 16}) {
       const std::string label = what + " " + name(t) + " fa rows " + std::to_string(rows);
       dout.poison();
@@ -774,23 +773,6 @@ void check_attention(const Batch& batch, int heads, int head_dim, DType t, const
       expect_close(got, want, tol, label);
       dout.poison();
       kg::disentangled_attention_fa(a, nullptr, rows, 1);
-      EXPECT_EQ(std::memcmp(got.data(), dout.floats(t).data(), got.size() * 4), 0) << label << ": run twice, other bits";
-      if (rows == 64) rows64 = got;
-    }
-    // The 64-row shape with 64-key chunks (AttentionArgs::fa_chunk64, head_dim 64): not the
-    // 32-key chunks' bits (the online softmax rescales O at other points), so against the CPU and
-    // within the 16-bit type's tolerance of them; run twice, the same bits.
-    kg::AttentionArgs a64 = a;
-    a64.fa_chunk64 = true;
-    if (head_dim == 64 && kg::attention_fa_supported(a64)) {  // sm_80 / sm_90: its 107 KB of shared memory
-      const std::string label = what + " " + name(t) + " fa rows 64, 64-key chunks";
-      dout.poison();
-      kg::disentangled_attention_fa(a64, nullptr, 64, 1);
-      const std::vector<float> got = dout.floats(t);
-      expect_close(got, want, tol, label);
-      expect_close(got, rows64, tolerance(t), label + " vs 32-key chunks");
-      dout.poison();
-      kg::disentangled_attention_fa(a64, nullptr, 64, 1);
       EXPECT_EQ(std::memcmp(got.data(), dout.floats(t).data(), got.size() * 4), 0) << label << ": run twice, other bits";
     }
     // The dispatch runs it (tensor cores wherever supported, the flash kernel; WMMA at head_dim 16),
@@ -911,10 +893,7 @@ bool flash_kernel_runs() {
 // where it splits), and with fa_split kOff (no workspace, the unsplit kernel's bits). The
 // unsplit kernel runs first, both shapes and the grid's pick: the racecheck step of
 // scripts/fa_gpu.sh covers it through this check too.
-// k64: all of it with AttentionArgs::fa_chunk64 (the 64-row shape with 64-key chunks; the 16-row
-// shape is the same kernel with or without it, so rows 0 and 64 only), and the unsplit 64-row
-// results within the 16-bit type's tolerance of the 32-key chunks' (other bits).
-void check_flash_split(const Batch& batch, int heads, const std::string& what, uint32_t seed, bool k64 = false) {
+void check_flash_split(const Batch& batch, int heads, const std::string& what, uint32_t seed) {
   const int head_dim = 64, H = heads * head_dim, rel_rows = 512;
   DeviceBatchBuffers db(batch);
   for (DType t : {DType::kF16, DType::kBF16}) {
@@ -926,32 +905,18 @@ void check_flash_split(const Batch& batch, int heads, const std::string& what, u
     DeviceBuffer dout(size_t(batch.rows) * H * dtype_size(t));
     kg::AttentionArgs a = attention_args(db, heads, head_dim, t, t, dqkv, drel, rel_rows, dout);
     ASSERT_TRUE(kg::attention_fa_supported(a)) << what;
-    if (k64) {
-      kg::AttentionArgs a64 = a;
-      a64.fa_chunk64 = true;
-      if (!kg::attention_fa_supported(a64)) GTEST_SKIP() << "64-key chunks: 107 KB of shared memory per block (sm_80 / sm_90)";
-    }
     const double tol = 2 * tolerance(t);
     if (batch.max_len <= 128) {  // 2 parts would keep fewer than 128 keys each
       EXPECT_EQ(kg::attention_fa_workspace_bytes(a), 0u) << what << " " << name(t) << ": the automatic split splits";
     }
-    std::vector<float> base32;  // k64: the 32-key chunks' unsplit 64-row results
-    if (k64) {
-      dout.poison();
-      kg::disentangled_attention_fa(a, nullptr, 64, 1);
-      base32 = dout.floats(t);
-      a.fa_chunk64 = true;
-    }
-    const std::string chunks = k64 ? " 64-key chunks" : "";
-    for (int rows : k64 ? std::vector<int>{0, 64} : std::vector<int>{0, 64, 16}) {
+    for (int rows : {0, 64, 16}) {
       a.fa_workspace = nullptr, a.fa_workspace_bytes = 0;
       dout.poison();
       kg::disentangled_attention_fa(a, nullptr, rows, 1);
       const std::vector<float> base = dout.floats(t);
-      expect_close(base, want, tol, what + " " + name(t) + chunks + " fa rows " + std::to_string(rows) + " unsplit vs cpu");
-      if (k64 && rows == 64) expect_close(base, base32, tolerance(t), what + " " + name(t) + chunks + " unsplit vs 32-key chunks");
+      expect_close(base, want, tol, what + " " + name(t) + " fa rows " + std::to_string(rows) + " unsplit vs cpu");
       for (int parts : {0, 2, 4}) {
-        const std::string label = what + " " + name(t) + chunks + " fa rows " + std::to_string(rows) + " split " +
+        const std::string label = what + " " + name(t) + " fa rows " + std::to_string(rows) + " split " +
                                   (parts == 0 ? std::string("by grid") : std::to_string(parts));
         const size_t bytes = kg::attention_fa_workspace_bytes(a, rows, parts);
         if (parts > 1) {
@@ -1013,15 +978,6 @@ TEST_F(Gpu, DisentangledAttentionFlashSplitSmall) {
   check_flash_split(Batch({97, 3, 250}, 74, Positions::kScattered), 2, "2x64 L=97,3,250 scattered", 75);
 }
 
-// The same with 64-key chunks (AttentionArgs::fa_chunk64), unsplit and split (also under
-// compute-sanitizer racecheck: scripts/fa_gpu.sh, scripts/test_gpu_engine.sh).
-TEST_F(Gpu, DisentangledAttentionFlashChunk64Small) {
-  if (!flash_kernel_runs()) GTEST_SKIP() << "the flash kernel does not run on this device (sm_80+ with its shared memory)";
-  check_flash_split(Batch({130, 77, 1, 40}, 70), 2, "2x64 L=130,77,1,40 segments", 71, true);
-  check_flash_split(Batch({200, 33}, 72, Positions::kContiguous), 2, "2x64 L=200,33 contiguous", 73, true);
-  check_flash_split(Batch({97, 3, 250}, 74, Positions::kScattered), 2, "2x64 L=97,3,250 scattered", 75, true);
-}
-
 // The key split at the model's shapes (12 heads x 64): L = 128 and 512 with 1, 2 and 8 sequences,
 // contiguous, restarting and scattered positions (the CPU reference makes it the slowest here).
 TEST_F(Gpu, AttentionFlashSplitModelShapes) {
@@ -1037,7 +993,7 @@ TEST_F(Gpu, AttentionFlashSplitModelShapes) {
   if (!flash_kernel_runs()) GTEST_SKIP() << "the flash kernel does not run on this device (sm_80+ with its shared memory)";
   uint32_t seed = 80;
   for (const ShapeCase& c : cases) {
-    for (bool k64 : {false, true}) check_flash_split(Batch(c.lengths, seed, c.positions), 12, c.what, seed + 1, k64);
+    check_flash_split(Batch(c.lengths, seed, c.positions), 12, c.what, seed + 1);
     seed += 3;
   }
 }

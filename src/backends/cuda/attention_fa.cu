@@ -37,15 +37,6 @@
 // where no part kept a key) as the 16-row shape merges its warps. Not the same bits as the
 // unsplit kernel (P is rounded relative to each part's own running max, and the sums run in
 // another order); elsewhere (or kOff) the unsplit kernel runs.
-// 64-key chunks (template K64, the 64-row shape only; AttentionArgs::fa_chunk64, off by default
-// until timed: docs/attention_fa_notes.md): the same loop over chunks of 64 keys (warp w: its 16
-// rows x all 64 keys), with half the per-key fixed work (copies, tile ranges, mask loads,
-// barriers) and C2P over 5 window tiles per 64 keys instead of 3 per 32; the ring holds one
-// window (128 rows, slot r & 127); P2C by key tile (warp w: key tile w x the window tiles the
-// block's rows index, its A fragments loaded once) into the warps' c2p buffers once their C2P
-// terms are gathered (the gathers keep each element's in-window index as a byte between the two
-// passes), so 107 KB of shared memory, 205 registers (the split 207) and 2 blocks per SM still; the
-// masks as bits; the copies at per-thread offsets. Not the same bits as 32-key chunks (O is rescaled at other points).
 // Every loop whose length depends on the positions runs a fixed, unrolled count with a guard
 // inside: ptxas of CUDA 13.0 (sm_90) miscompiled the computed trip count of the strided copy loop
 // `for (e = tid; e < n * kPr; e += kThreads)` over a window's relative rows (a max of three
@@ -92,25 +83,14 @@ constexpr int kWarps = 4;
 constexpr int kThreads = 32 * kWarps;
 constexpr unsigned kFull = 0xffffffffu;
 
-// K64 (WQ = 4 only; AttentionArgs::fa_chunk64): 64-key chunks for the 64-row shape instead of 32,
-// with the relative rows' ring one window long, the P2C terms computed by key tile (warp w: key
-// tile w, all the block's rows) into the warps' c2p buffers after their C2P terms are gathered
-// (the 16-row shape's layout), the masks as bits and the copies at per-thread offsets.
-template <int D, int WQ, bool K64 = false>
+template <int D, int WQ>
 struct Shape {
-  static_assert(!K64 || WQ == 4, "64-key chunks are the 64-row shape's");
   static constexpr int kWK = kWarps / WQ;          // warps sharing a row tile (key split)
-  static constexpr int kKW = WQ == 4 ? (K64 ? 64 : 32) : 16;  // keys per warp per chunk
+  static constexpr int kKW = WQ == 4 ? 32 : 16;    // keys per warp per chunk
   static constexpr int kBk = kKW * kWK;            // keys per chunk: 32 or 64
   static constexpr int kBq = 16 * WQ;              // query rows per block
   static constexpr int kRw = kBq + kBk;            // relative rows per window (>= kBq + kBk - 1, multiple of 16)
-  // Ring slots: a window and the next (contiguous) one; K64: one window (any kRw consecutive rows
-  // have distinct slots, and the next window is fetched only once nobody reads this one: a power
-  // of two, so the slot is r & (kRing - 1)).
-  static constexpr int kRing = K64 ? kRw : kBq + 2 * kBk;
-  // p2c shares the warps' c2p buffers (row 16w + r = warp w's c2p row r): WQ = 1 and K64.
-  static constexpr bool kP2cInC2p = kWK > 1 || K64;
-  static_assert(!K64 || (kRing & (kRing - 1)) == 0, "K64: ring slots a power of two");
+  static constexpr int kRing = kBq + 2 * kBk;      // ring slots: a window and the next (contiguous) one
   static constexpr int kLdh = D + 8;               // 16-bit row pitch (ldmatrix rows on distinct banks)
   static constexpr int kLdf = kRw + 8;             // fp32 pitch of c2p / p2c (= 8 mod 32: float2 stores conflict-free)
   static constexpr int kNt = kKW / 8;              // n8 tiles of S per warp
@@ -123,11 +103,10 @@ struct Shape {
   static constexpr int kr = v + 2 * kBk * kLdh * 2;            // [kRing][kLdh] Kr ring
   static constexpr int qr = kr + kRing * kLdh * 2;             // [kRing][kLdh] Qr ring
   static constexpr int posk = qr + kRing * kLdh * 2;           // [2][kBk] key positions
-  // p2c: [kBk][kLdf] fp32 where WQ = 4 (32-key chunks); where WQ = 1 or K64, warp w's key rows
-  // [16w, 16w+16) of it are its own c2p buffer, used for C2P first and then for P2C (gathered one
-  // after the other).
+  // p2c: [kBk][kLdf] fp32 where WQ = 4; where WQ = 1, warp w's key rows [16w, 16w+16) of it are
+  // its own c2p buffer, used for C2P first and then for P2C (gathered one after the other).
   static constexpr int p2c = posk + 2 * kBk * 4;
-  static constexpr int c2p = p2c + (kP2cInC2p ? 0 : kBk * kLdf * 4);  // [4][16][kLdf] fp32; the Q tile before the loop
+  static constexpr int c2p = p2c + (kWK == 1 ? kBk * kLdf * 4 : 0);  // [4][16][kLdf] fp32; the Q tile before the loop
   static constexpr int bytes = c2p + kWarps * 16 * kLdf * 4;
   // After the loop (WQ = 1): every warp's O rows and (max, sum) per row.
   static constexpr int kLdo = D + 4;
@@ -204,33 +183,13 @@ struct SplitParts {
   int parts = 1;
 };
 
-// The mask flags of a thread's accumulator elements (rows g, g + 8 of its warp's tile x its kNt
-// n8 tiles x 2 columns) for one chunk: kBits (K64) one bit each in a word, else one word each
-// holding the mask byte.
-template <int kNt, bool kBits>
-struct MaskFlags {
-  uint32_t f[2][kNt][2];
-  __device__ __forceinline__ void set(int rr, int n, int e, uint32_t byte) { f[rr][n][e] = byte; }
-  __device__ __forceinline__ bool kept(int rr, int n, int e) const { return f[rr][n][e] != 0u; }
-};
-template <int kNt>
-struct MaskFlags<kNt, true> {
-  static_assert(4 * kNt <= 32, "one word");
-  uint32_t w;
-  __device__ __forceinline__ void set(int rr, int n, int e, uint32_t byte) {
-    w |= static_cast<uint32_t>(byte != 0u) << ((rr * kNt + n) * 2 + e);
-  }
-  __device__ __forceinline__ bool kept(int rr, int n, int e) const { return (w >> ((rr * kNt + n) * 2 + e)) & 1u; }
-};
-
 // kSplit: this block computes part blockIdx.z % sp.parts of the chunks into sp (merged by
-// attention_fa_merge_kernel); else all of them into a.out (sp unused). K64: the 64-row shape with
-// 64-key chunks (Shape; AttentionArgs::fa_chunk64).
-template <typename T, int D, int WQ, bool kSplit, bool K64 = false>
+// attention_fa_merge_kernel); else all of them into a.out (sp unused).
+template <typename T, int D, int WQ, bool kSplit>
 __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a, SplitParts sp) {
   pdl_begin();
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  using S = Shape<D, WQ, K64>;
+  using S = Shape<D, WQ>;
   constexpr int kWK = S::kWK, kKW = S::kKW, kBk = S::kBk, kBq = S::kBq, kRw = S::kRw, kRing = S::kRing;
   constexpr int kLdh = S::kLdh, kLdf = S::kLdf, kNt = S::kNt, kKd = S::kKd, kKt = S::kKt, kPr = S::kPr;
   constexpr int kKu = kBk / 32;  // key positions per lane per chunk
@@ -276,69 +235,37 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a,
   const uint8_t* mask = a.batch.masks + a.batch.mask_offsets[b];
   const uint32_t sbase = smem_addr(smem);
   float* c2p = reinterpret_cast<float*>(smem + S::c2p) + warp * 16 * kLdf;
-  float* p2c = reinterpret_cast<float*>(smem + (S::kP2cInC2p ? S::c2p : S::p2c));  // WQ = 1, K64: row 16w + r = warp w's c2p row r
+  float* p2c = reinterpret_cast<float*>(smem + (kWK == 1 ? S::p2c : S::c2p));  // WQ = 1: row 16w + r = warp w's c2p row r
   const int* posk_s = reinterpret_cast<const int*>(smem + S::posk);
 
   // ---- copies -------------------------------------------------------------------------------
-  // K64: the thread copies 16-byte piece tid % kPr of rows tid / kPr + kRowStep * i, at offsets
-  // computed once (source elements, shared bytes) instead of per piece.
-  constexpr int kRowStep = kThreads / kPr;
-  static_assert(!K64 || (kBk % kRowStep == 0 && kRw % kRowStep == 0), "copy rows per thread");
-  const int cp_row = tid / kPr, cp_col = (tid % kPr) * 8;
-  const size_t cp_src = static_cast<size_t>(cp_row) * ld + cp_col;
-  const uint32_t cp_dst = static_cast<uint32_t>((cp_row * kLdh + cp_col) * 2);
   // K, V rows and positions of chunk c into buffer `buf` (rows past L zero-filled).
   const auto fetch_chunk = [&](int c, int buf) {
     const int j0 = c * kBk;
-    if constexpr (K64) {
-      const size_t base = static_cast<size_t>(j0) * ld + cp_src;
-#pragma unroll
-      for (int i = 0; i < kBk / kRowStep; ++i) {
-        const bool ok = j0 + cp_row + kRowStep * i < L;
-        const size_t src = base + static_cast<size_t>(kRowStep * i) * ld;
-        const uint32_t off = cp_dst + (buf * kBk + kRowStep * i) * kLdh * 2;
-        cp16(sbase + S::k + off, ok ? k + src : k, ok);
-        cp16(sbase + S::v + off, ok ? v + src : v, ok);
-      }
-    } else {
-      for (int e = tid; e < kBk * kPr; e += kThreads) {
-        const int r = e / kPr, p = e % kPr;
-        const bool ok = j0 + r < L;
-        const size_t src = static_cast<size_t>(ok ? j0 + r : 0) * ld + p * 8;
-        const uint32_t off = ((buf * kBk + r) * kLdh + p * 8) * 2;
-        cp16(sbase + S::k + off, k + src, ok);
-        cp16(sbase + S::v + off, v + src, ok);
-      }
+    for (int e = tid; e < kBk * kPr; e += kThreads) {
+      const int r = e / kPr, p = e % kPr;
+      const bool ok = j0 + r < L;
+      const size_t src = static_cast<size_t>(ok ? j0 + r : 0) * ld + p * 8;
+      const uint32_t off = ((buf * kBk + r) * kLdh + p * 8) * 2;
+      cp16(sbase + S::k + off, k + src, ok);
+      cp16(sbase + S::v + off, v + src, ok);
     }
     if (tid < kBk) cp4(sbase + S::posk + (buf * kBk + tid) * 4, pos + min(j0 + tid, L - 1), j0 + tid < L);
   };
   // The ring holds relative rows [ring_lo, ring_hi] (empty: 0, -1); block-uniform bookkeeping.
   int ring_lo = 0, ring_hi = -1;
   const auto fetch_rel_rows = [&](int lo, int hi) {  // rows [lo, hi] (none if lo > hi; at most kRw)
-    if constexpr (K64) {
+    const int n = (hi - lo + 1) * kPr;
 #pragma unroll
-      for (int i = 0; i < kRw / kRowStep; ++i) {
-        const int r = lo + cp_row + kRowStep * i;
-        if (r > hi) break;
-        FA_CHECK(r >= 0 && r < R, "fa: relative row %d of %d, rows [%d, %d] (block %d %d %d)\n", r, R, lo, hi, blockIdx.x, h, b);
-        const uint32_t off = static_cast<uint32_t>(((r & (kRing - 1)) * kLdh + cp_col) * 2);
-        const size_t src = static_cast<size_t>(r) * ldr + cp_col;
-        cp16(sbase + S::kr + off, k_rel + src, true);
-        cp16(sbase + S::qr + off, q_rel + src, true);
-      }
-    } else {
-      const int n = (hi - lo + 1) * kPr;
-#pragma unroll
-      for (int i = 0; i < (kRw * kPr + kThreads - 1) / kThreads; ++i) {
-        const int e = tid + i * kThreads;
-        if (e >= n) break;
-        const int r = lo + e / kPr, p = e % kPr;
-        FA_CHECK(r >= 0 && r < R, "fa: relative row %d of %d, rows [%d, %d] (block %d %d %d)\n", r, R, lo, hi, blockIdx.x, h, b);
-        const uint32_t off = ((r % kRing) * kLdh + p * 8) * 2;
-        const size_t src = static_cast<size_t>(r) * ldr + p * 8;
-        cp16(sbase + S::kr + off, k_rel + src, true);
-        cp16(sbase + S::qr + off, q_rel + src, true);
-      }
+    for (int i = 0; i < (kRw * kPr + kThreads - 1) / kThreads; ++i) {
+      const int e = tid + i * kThreads;
+      if (e >= n) break;
+      const int r = lo + e / kPr, p = e % kPr;
+      FA_CHECK(r >= 0 && r < R, "fa: relative row %d of %d, rows [%d, %d] (block %d %d %d)\n", r, R, lo, hi, blockIdx.x, h, b);
+      const uint32_t off = ((r % kRing) * kLdh + p * 8) * 2;
+      const size_t src = static_cast<size_t>(r) * ldr + p * 8;
+      cp16(sbase + S::kr + off, k_rel + src, true);
+      cp16(sbase + S::qr + off, q_rel + src, true);
     }
   };
   // Enqueues the rows of [lo, hi] (a span <= kRw) the ring lacks. Rows of [lo, hi] get distinct
@@ -399,9 +326,7 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a,
     }
   };
   // Mask bytes of the thread's accumulator elements of chunk c (0 for rows / keys past L).
-  using Masks = MaskFlags<kNt, K64>;
-  const auto load_mask = [&](int c, Masks& mk) {
-    mk = Masks{};
+  const auto load_mask = [&](int c, uint32_t (&mk)[2][kNt][2]) {
 #pragma unroll
     for (int rr = 0; rr < 2; ++rr) {
       const int il = 16 * wq + g + 8 * rr;
@@ -411,7 +336,7 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a,
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
           const int j = c * kBk + kw * kKW + 8 * n + 2 * qd + e;
-          mk.set(rr, n, e, il < nq && j < L ? mrow[j] : 0u);
+          mk[rr][n][e] = il < nq && j < L ? mrow[j] : 0u;
         }
     }
   };
@@ -421,7 +346,7 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a,
   load_pos(c0, raw);
   tile_ranges(c0, raw, ctmn, ctmx);
   if (nc > c0 + 1) load_pos(c0 + 1, raw);
-  Masks mk_next;
+  uint32_t mk_next[2][kNt][2];
   load_mask(c0, mk_next);
   // A chunk's first window into the ring: the relative rows (at most kRw) that its keys, with
   // tile ranges tmn / tmx, and the block's rows index.
@@ -480,7 +405,11 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a,
       fetch_chunk(c + 1, cur ^ 1);
       cp_commit();
     }
-    const Masks mk = mk_next;
+    uint32_t mk[2][kNt][2];
+#pragma unroll
+    for (int rr = 0; rr < 2; ++rr)
+#pragma unroll
+      for (int n = 0; n < kNt; ++n) mk[rr][n][0] = mk_next[rr][n][0], mk[rr][n][1] = mk_next[rr][n][1];
     if (c + 1 < nc) load_mask(c + 1, mk_next);
 
     // S = Q·K^T over the warp's keys.
@@ -500,15 +429,12 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a,
         mma<T>(s[2 * n2 + 1], qf[kk], bb[2], bb[3]);
       }
     }
-    // Key positions of the thread's columns (K64: read by the gather where it needs them: registers).
-    const int* posk_t = posk_s + cur * kBk + kw * kKW + 2 * qd;
+    // Key positions of the thread's columns.
     int pk[kNt][2];
-    if constexpr (!K64) {
 #pragma unroll
-      for (int n = 0; n < kNt; ++n)
+    for (int n = 0; n < kNt; ++n)
 #pragma unroll
-        for (int e = 0; e < 2; ++e) pk[n][e] = posk_t[8 * n + e];
-    }
+      for (int e = 0; e < 2; ++e) pk[n][e] = posk_s[cur * kBk + kw * kKW + 8 * n + 2 * qd + e];
 
     // Position terms, window by window.
     for (int sub = 0; sub < nsub; ++sub) {
@@ -525,7 +451,7 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a,
       // Ring row address of window row r0 + rw for this lane's ldmatrix row (B operand layout).
       const auto ring_row = [&](int tile) {
         const int r = r0 + 16 * tile + (lane & 7) + (lane >> 4) * 8;
-        return static_cast<uint32_t>((((K64 ? r & (kRing - 1) : r % kRing)) * kLdh + ((lane >> 3) & 1) * 8) * 2);
+        return static_cast<uint32_t>(((r % kRing) * kLdh + ((lane >> 3) & 1) * 8) * 2);
       };
       // Window tile t's two n8 accumulators into rows [row, row + 16) of an fp32 buffer (c2p or p2c).
       const auto store_tile = [&](float* buf, int row, int t, const float (&acc)[2][4]) {
@@ -602,38 +528,6 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a,
           store_tile(p2c, 16 * kt, t, acc);
         }
       };
-      // K64: P2C of the warp's key tile (keys [16w, 16w+16)) x the window tiles the block's rows
-      // index (5 where positions run contiguously), its A fragments loaded once, into rows
-      // [16w, 16w+16) of p2c (the warp's own c2p buffer, once its C2P terms are gathered).
-      const auto p2c_key_tile = [&] {
-        int tmn = INT_MAX, tmx = INT_MIN;
-#pragma unroll
-        for (int t = 0; t < kKt; ++t)
-          if (t == warp) tmn = ctmn[t], tmx = ctmx[t];
-        if (tmn > tmx) return;
-        const int lo = max(clamp_rel(qmn - tmx + half, R) - r0, 0);
-        const int hi = min(clamp_rel(qmx - tmn + half, R) - r0, nr - 1);
-        if (lo > hi) return;
-        uint32_t af[kKd][4];
-        const uint32_t ka = kbuf + ((16 * warp + (lane & 15)) * kLdh + (lane >> 4) * 8) * 2;
-#pragma unroll
-        for (int kk = 0; kk < kKd; ++kk) ldsm_x4(af[kk], ka + kk * 32);
-#pragma unroll
-        for (int i = 0; i < kRw / 16; ++i) {
-          const int t = (lo >> 4) + i;
-          if (t > hi >> 4) break;
-          float acc[2][4] = {};
-          const uint32_t addr = sbase + S::qr + ring_row(t);
-#pragma unroll
-          for (int kk = 0; kk < kKd; ++kk) {
-            uint32_t bb[4];
-            ldsm_x4(bb, addr + kk * 32);
-            mma<T>(acc[0], af[kk], bb[0], bb[1]);
-            mma<T>(acc[1], af[kk], bb[2], bb[3]);
-          }
-          store_tile(p2c, 16 * warp, t, acc);
-        }
-      };
       // Gather: each accumulator element adds its terms (pairs that index this window). Every
       // load first, from an index inside the window (0 where the pair's index is outside it: a
       // value read and dropped), then the adds where the index is inside: the 2 x 16 loads issue
@@ -661,53 +555,7 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a,
             for (int e = 0; e < 2; ++e)
               if (in[rr][n][e]) s[n][2 * rr + e] += t[rr][n][e];
       };
-      // K64: the C2P and P2C terms are gathered one after the other (they share the buffer). The
-      // c2p pass computes each element's in-window index and keeps it as a byte of idx8 (element
-      // (rr * kNt + n) * 2 + e; 0x80 = outside the window; kRw <= 128), the p2c pass reads it back.
-      // Each issues its 32 loads first, then the adds (as gather).
-      uint32_t idx8[K64 ? kNt / 2 : 1];
-      const auto gather64 = [&](bool c2p_pass) {
-        const float* c2p_t = c2p + g * kLdf;                    // rows g, g + 8 of the warp's c2p
-        const float* p2c_t = p2c + (kw * kKW + 2 * qd) * kLdf;  // key 2qd of tile n: row 8n + 2qd
-        float t[2][kNt][2];
-        bool in[2][kNt][2];
-#pragma unroll
-        for (int rr = 0; rr < 2; ++rr)
-#pragma unroll
-          for (int n = 0; n < kNt; ++n)
-#pragma unroll
-            for (int e = 0; e < 2; ++e) {
-              const int el = (rr * kNt + n) * 2 + e;
-              uint32_t& word = idx8[el / 4];
-              if (c2p_pass) {
-                const int idx = clamp_rel(pq[rr] - posk_t[8 * n + e] + half, R) - r0;
-                in[rr][n][e] = static_cast<unsigned>(idx) < static_cast<unsigned>(nr);
-                const uint32_t byte = in[rr][n][e] ? static_cast<uint32_t>(idx) : 0x80u;
-                word = (el % 4 == 0 ? 0u : word) | byte << (8 * (el % 4));
-                t[rr][n][e] = c2p_t[8 * rr * kLdf + (in[rr][n][e] ? idx : 0)];
-              } else {
-                const uint32_t byte = (word >> (8 * (el % 4))) & 0xffu;
-                in[rr][n][e] = byte < 0x80u;
-                t[rr][n][e] = p2c_t[(8 * n + e) * kLdf + static_cast<int>(byte & 0x7fu)];
-              }
-            }
-#pragma unroll
-        for (int rr = 0; rr < 2; ++rr)
-#pragma unroll
-          for (int n = 0; n < kNt; ++n)
-#pragma unroll
-            for (int e = 0; e < 2; ++e)
-              if (in[rr][n][e]) s[n][2 * rr + e] += t[rr][n][e];
-      };
-      if constexpr (K64) {  // C2P, its gather, then P2C by key tile over it, its gather
-        c2p_tiles();
-        __syncwarp();
-        gather64(true);
-        __syncwarp();
-        p2c_key_tile();
-        __syncthreads();  // every warp gathers every key tile's p2c (and is past its last ring read)
-        gather64(false);
-      } else if constexpr (kWK == 1) {
+      if constexpr (kWK == 1) {
         c2p_tiles();
         p2c_items();
         __syncthreads();  // every warp gathers every key's p2c
@@ -723,7 +571,7 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a,
       }
     }
     // The first window of chunk c+1 into the ring, overlapping the softmax and P·V. Only after a
-    // barrier that follows every warp's last read of the ring in this chunk (WQ = 4 and K64: the one
+    // barrier that follows every warp's last read of the ring in this chunk (WQ = 4: the one
     // before the last gather; WQ = 1: this one), so no copy ever writes a slot a warp may still
     // read (nor need the rows it overwrites be proved unused); chunk c+1 waits for it at its top.
     if (c + 1 < nc) {
@@ -740,7 +588,7 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a,
       for (int n = 0; n < kNt; ++n)
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
-          const float x = mk.kept(rr, n, e) ? s[n][2 * rr + e] * sl2 : -INFINITY;
+          const float x = mk[rr][n][e] != 0u ? s[n][2 * rr + e] * sl2 : -INFINITY;
           s[n][2 * rr + e] = x;
           mx = fmaxf(mx, x);
         }
@@ -894,9 +742,9 @@ constexpr int kMinPartKeys = 128;
 // the fewest of 2, 4 that give it one, as long as each part keeps kMinPartKeys keys; kOff: 1.
 // Head_dim 64 only (the split kernel is not built at 16: ptxas spilled its 16-row shape there,
 // and the dispatch runs head_dim 16 on the WMMA kernel anyway).
-int split_parts_by_grid(const AttentionArgs& a, int rows, bool k64, int sms) {
+int split_parts_by_grid(const AttentionArgs& a, int rows, int sms) {
   if (a.fa_split == FlashSplit::kOff || a.head_dim != 64) return 1;
-  const int kBq = rows, kBk = rows == 64 && !k64 ? 32 : 64;
+  const int kBq = rows, kBk = rows == 64 ? 32 : 64;
   const long blocks = static_cast<long>((a.batch.max_length + kBq - 1) / kBq) * a.num_heads * a.batch.num_sequences;
   const int chunks = (a.batch.max_length + kBk - 1) / kBk, part_chunks = kMinPartKeys / kBk;
   int parts = 1;
@@ -911,31 +759,26 @@ size_t split_bytes(const AttentionArgs& a, int parts) {
 // The block shape and the parts disentangled_attention_fa(a, stream, rows_per_block, split_parts)
 // runs (0: by grid size, as the WMMA kernel picks its shape; by AttentionArgs::fa_split); the
 // device is queried only where the grid decides.
-// k64: the 64-row shape with 64-key chunks (AttentionArgs::fa_chunk64, head_dim 64 only).
 struct Plan {
   int rows = 64, parts = 1;
-  bool k64 = false;
 };
 Plan plan(const AttentionArgs& a, int rows_per_block, int split_parts, const char* what) {
   const bool by_grid = rows_per_block == 0 || (split_parts == 0 && a.fa_split == FlashSplit::kAuto);
   const int sms = by_grid ? device_limits(what).sms : 0;
   Plan p;
   p.rows = rows_per_block != 0 ? rows_per_block : attention_grid_is_small(a, sms) ? 16 : 64;
-  p.k64 = a.fa_chunk64 && a.head_dim == 64 && p.rows == 64;
-  p.parts = split_parts != 0 ? split_parts : split_parts_by_grid(a, p.rows, p.k64, sms);
+  p.parts = split_parts != 0 ? split_parts : split_parts_by_grid(a, p.rows, sms);
   return p;
 }
 
-template <typename T, int D, int WQ, bool K64 = false>
+template <typename T, int D, int WQ>
 void launch_shape(const AttentionArgs& a, int parts, cudaStream_t stream) {
-  constexpr int kBq = Shape<D, WQ, K64>::kBq;
+  constexpr int kBq = Shape<D, WQ>::kBq;
   const dim3 grid((a.batch.max_length + kBq - 1) / kBq, a.num_heads, a.batch.num_sequences);
   constexpr const char* what = "cuda::disentangled_attention (fa)";
-  constexpr int bytes = Shape<D, WQ, K64>::bytes;
-  // Two blocks per SM on sm_90 (227 KB per SM, 1 KB reserved per block): 64-key chunks would not pay with one.
-  static_assert(!K64 || 2 * (bytes + 1024) <= 227 * 1024, "64-key chunks: 2 blocks per SM");
+  constexpr int bytes = Shape<D, WQ>::bytes;
   if (parts <= 1) {
-    launch_with_smem(attention_fa_kernel<T, D, WQ, false, K64>, grid, kThreads, bytes, stream, what, a, SplitParts{});
+    launch_with_smem(attention_fa_kernel<T, D, WQ, false>, grid, kThreads, bytes, stream, what, a, SplitParts{});
     return;
   }
   if constexpr (D == 64) {  // the split at head_dim 64 only (split_parts_by_grid; checked by the caller)
@@ -944,7 +787,7 @@ void launch_shape(const AttentionArgs& a, int parts, cudaStream_t stream) {
     sp.ml = sp.o + static_cast<size_t>(parts) * a.batch.rows * a.num_heads * D;
     sp.parts = parts;
     const dim3 split_grid(grid.x, grid.y, grid.z * parts);
-    launch_with_smem(attention_fa_kernel<T, D, WQ, true, K64>, split_grid, kThreads, bytes, stream, what, a, sp);
+    launch_with_smem(attention_fa_kernel<T, D, WQ, true>, split_grid, kThreads, bytes, stream, what, a, sp);
     const size_t threads = static_cast<size_t>(a.batch.rows) * a.num_heads * (D / 2);
     launch_kernel(attention_fa_merge_kernel<T, D>, dim3(static_cast<unsigned>((threads + 255) / 256)), dim3(256), 0,
                   stream, "cuda::disentangled_attention (fa split merge)", a, sp);
@@ -952,11 +795,9 @@ void launch_shape(const AttentionArgs& a, int parts, cudaStream_t stream) {
 }
 
 template <typename T>
-void launch(const AttentionArgs& a, const Plan& p, cudaStream_t stream) {
-  const int rows = p.rows, parts = p.parts;
+void launch(const AttentionArgs& a, int rows, int parts, cudaStream_t stream) {
   if (a.head_dim == 64) {
-    if (p.k64) launch_shape<T, 64, 4, true>(a, parts, stream);
-    else if (rows == 64) launch_shape<T, 64, 4>(a, parts, stream);
+    if (rows == 64) launch_shape<T, 64, 4>(a, parts, stream);
     else launch_shape<T, 64, 1>(a, parts, stream);
   } else {
     if (rows == 64) launch_shape<T, 16, 4>(a, parts, stream);
@@ -977,7 +818,7 @@ bool attention_fa_supported(const AttentionArgs& a) {
   if (a.type != a.compute || !aligned(a.out, 4) || a.ld_out % 2 != 0) return false;
   DeviceLimits d;
   return query_device_limits(d) && d.major >= 8 && d.smem_optin >= Shape<64, 1>::bytes &&
-         d.smem_optin >= Shape<64, 4>::bytes && (!a.fa_chunk64 || d.smem_optin >= Shape<64, 4, true>::bytes);
+         d.smem_optin >= Shape<64, 4>::bytes;
 }
 
 size_t attention_fa_workspace_bytes(const AttentionArgs& a, int rows_per_block, int split_parts) {
@@ -1002,8 +843,7 @@ void disentangled_attention_fa(const AttentionArgs& a, cudaStream_t stream, int 
     throw InternalError(std::string(what) +
                         ": q, k, v, q_rel, k_rel and their row strides must be 16-byte aligned, out 4-byte with an even row stride");
   if (a.batch.num_sequences <= 0) return;
-  const Plan p = plan(a, rows_per_block, split_parts, what);
-  const int parts = p.parts;
+  const auto [rows, parts] = plan(a, rows_per_block, split_parts, what);
   if (parts > 1 && a.head_dim != 64)
     throw InternalError(std::string(what) + ": the key split runs at head_dim 64 only, got split_parts " +
                         std::to_string(parts) + " at head_dim " + std::to_string(a.head_dim));
@@ -1015,8 +855,8 @@ void disentangled_attention_fa(const AttentionArgs& a, cudaStream_t stream, int 
     throw InternalError(std::string(what) + ": the key split needs AttentionArgs::fa_workspace (16-byte aligned) of " +
                         std::to_string(need) + " bytes (attention_fa_workspace_bytes), got " +
                         std::to_string(a.fa_workspace_bytes));
-  if (a.type == DType::kF16) launch<__half>(a, p, stream);
-  else launch<__nv_bfloat16>(a, p, stream);
+  if (a.type == DType::kF16) launch<__half>(a, rows, parts, stream);
+  else launch<__nv_bfloat16>(a, rows, parts, stream);
 }
 
 }  // namespace rexnlu::backends::cuda

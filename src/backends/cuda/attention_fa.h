@@ -12,15 +12,13 @@
 namespace rexnlu::backends::cuda {
 
 // The current device and the arguments suit the flash kernel: type == compute (F16 or BF16),
-// head_dim 64 (16 is built but not dispatched: see attention_fa.cu), sm_80+ with the shared memory of
-// both block shapes (and of the 64-key chunks' where args.fa_chunk64 asks for them: 107 KB, more than
-// sm_86/sm_89 give a block), out 4-byte aligned with an even row stride.
+// head_dim 64 (16 is built but not dispatched: see attention_fa.cu), sm_80+ with the shared memory of both block shapes, out 4-byte aligned with
+// an even row stride.
 bool attention_fa_supported(const AttentionArgs& args);
 // Enqueues it (tests and benchmarks call it directly; cuda::disentangled_attention checks the
 // arguments first). rows_per_block: 64 = 4 warps of 16 query rows sharing 32-key chunks; 16 = one
 // 16-row tile per block, the 4 warps taking 16 keys each of a 64-key chunk, merged at the end
-// (for grids too small to fill the GPU otherwise); 0 = by grid size; 64 with args.fa_chunk64
-// (head_dim 64): 64-key chunks instead of 32 (107 KB of shared memory). split_parts: the blocks each
+// (for grids too small to fill the GPU otherwise); 0 = by grid size. split_parts: the blocks each
 // row block's keys are split over, 0 = by args.fa_split (kAuto: 2 or 4 where the grid has fewer
 // blocks than SMs and each part keeps 128 keys, else 1; kOff: 1), 1 = no split, 2..8 forced (tests,
 // benchmarks; head_dim 64 only); above 1 it needs args.fa_workspace of

@@ -93,12 +93,6 @@ struct AttentionArgs {
   int tensor_cores = -1;
   TensorCoreKernel tc_kernel = TensorCoreKernel::kFlash;
   FlashSplit fa_split = FlashSplit::kAuto;
-  // The flash kernel's 64-row shape with 64-key chunks instead of 32 (head_dim 64; other bits
-  // than the 32-key chunks, within the 16-bit type's tolerance; 107 KB of shared memory per block:
-  // sm_80 / sm_90, elsewhere the launch throws). An A/B knob, off until timed
-  // (docs/attention_fa_notes.md, "64-key chunks"); set per call (bench_kernels_cuda, tests), no
-  // environment variable.
-  bool fa_chunk64 = false;
   DeviceBatch batch;
   int num_heads = 0;
   int head_dim = 0;  // 16, 32, 64 or 128
