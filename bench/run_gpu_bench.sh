@@ -38,10 +38,6 @@ REXNLU_CUDA_GELU=erf "$BUILD/bench/encoder_bench" "$WORK/model" "$WORK/cases.jso
 # fp16 with the flash attention's key split turned off (REXNLU_CUDA_FA_SPLIT=off; by default the keys
 # of each row block are split over 2-4 blocks where the grid has fewer blocks than SMs: L512 b1).
 REXNLU_CUDA_FA_SPLIT=off "$BUILD/bench/encoder_bench" "$WORK/model" "$WORK/cases.json" 1 "$MIN_SECONDS" cuda fp16 >> "$WORK/results.jsonl"
-# fp16 without the split-K layer norms (REXNLU_CUDA_SPLIT_K=off; by default, at small batches, the
-# attention output's and the FFN's products are split over K into fp32 partial sums that the layer
-# norm adds up, ops/linear_layer_norm.h): what leaving out cuBLASLt's split-K reduction kernel saves.
-REXNLU_CUDA_SPLIT_K=off "$BUILD/bench/encoder_bench" "$WORK/model" "$WORK/cases.json" 1 "$MIN_SECONDS" cuda fp16 >> "$WORK/results.jsonl"
 # fp16 / bf16 with the WMMA attention kernel instead of the default flash one (backends/cuda/ops.h).
 [[ $SKIP_ROWS == *" wmma "* ]] || for p in fp16 bf16; do
   REXNLU_CUDA_ATTENTION=wmma "$BUILD/bench/encoder_bench" "$WORK/model" "$WORK/cases.json" 1 "$MIN_SECONDS" cuda "$p" >> "$WORK/results.jsonl"

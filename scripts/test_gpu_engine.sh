@@ -130,7 +130,7 @@ for set in st_ner st_absa; do
   echo "   $set fp32: $ref"
   for p in fp16 bf16; do
     for v in REXNLU_CUDA_GRAPHS=1 REXNLU_CUDA_GRAPHS=0 REXNLU_CUDA_16BIT_ACTIVATIONS=0 REXNLU_CUDA_ATTENTION=wmma \
-             REXNLU_CUDA_ATTENTION=fa REXNLU_CUDA_SPLIT_K=off REXNLU_CUDA_PDL=0 REXNLU_CUDA_GELU=erf REXNLU_CUDA_GELU=tanh; do
+             REXNLU_CUDA_ATTENTION=fa REXNLU_CUDA_ATTENTION=fa REXNLU_CUDA_PDL=0 REXNLU_CUDA_GELU=erf REXNLU_CUDA_GELU=tanh; do
       got=$(demo_eval $set $p $v)
       verdict=$(python3 -c 'import sys; a,b=float(sys.argv[1].split()[0] or "nan"),float(sys.argv[2].split()[0] or "nan"); print("ok" if abs(a-b)<=0.002 else "FAILED (more than 0.2 points)")' "${ref:-nan}" "${got:-nan}" 2>/dev/null || echo FAILED)
       echo "   $set $p $v: $got  $verdict"

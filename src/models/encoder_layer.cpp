@@ -1,7 +1,7 @@
 #include "models/encoder_layer.h"
 
+#include "ops/layer_norm.h"
 #include "ops/linear.h"
-#include "ops/linear_layer_norm.h"
 
 namespace rexnlu::models {
 
@@ -29,10 +29,12 @@ void attention_output_and_ffn(backends::Backend& be, const EncoderLayerWeights& 
                               TensorRef h) {
   const int64_t T = h.rows();
   const TensorRef attn = be.alloc(h.dtype, {T, h.cols()});
-  ops::linear_layer_norm(be, ctx, L.attn_out, x, L.attn_ln, attn);  // x's last read: h may be x
+  ops::linear(be, ctx, L.attn_out, attn);
+  ops::layer_norm(be, attn, x, L.attn_ln, attn);  // x's last read: h may be x
   const TensorRef inter = be.alloc(h.dtype, {T, L.inter.out_features()});
   ops::linear(be, attn, L.inter, inter, ops::Activation::kGeluErf);
-  ops::linear_layer_norm(be, inter, L.out, attn, L.out_ln, h);
+  ops::linear(be, inter, L.out, h);
+  ops::layer_norm(be, h, attn, L.out_ln, h);
 }
 
 }  // namespace rexnlu::models

@@ -26,7 +26,6 @@
 #include "ops/conv1d.h"
 #include "ops/layer_norm.h"
 #include "ops/linear.h"
-#include "ops/linear_layer_norm.h"
 #include "ops/link_scores.h"
 #include "ops/rotary.h"
 #include "ops/tensor_ops.h"
@@ -56,11 +55,6 @@ class OpsTest : public ::testing::TestWithParam<Device> {
     be_->begin_pass();
   }
   backends::Backend& be() { return *be_; }
-  // A new backend of the test's device in place of the fixture's (read the environment again).
-  void reopen_backend() {
-    be_ = backends::make_backend(LoadOptions{GetParam(), Precision::kFloat32, 0});
-    be_->begin_pass();
-  }
 
   // Host data on the device, shaped.
   template <typename T>
@@ -375,78 +369,6 @@ TEST_P(OpsTest, LayerNormRowMapsRefuseMismatchedArguments) {
   // Without x_rows, x must still have y's rows (a table is no input then).
   expect_error([&] { layer_norm(be(), table, {}, w, y.mutable_ref()); }, "x is", "6 rows without x_rows");
   EXPECT_NO_THROW(layer_norm(be(), table, {}, w, y.mutable_ref(), {.x_rows = ids}));
-}
-
-// x · W^T + bias in double, [rows, out].
-std::vector<double> linear_ref(const std::vector<float>& x, const std::vector<float>& w, const std::vector<float>& b,
-                               int rows, int in, int out) {
-  std::vector<double> y(size_t(rows) * out);
-  for (int r = 0; r < rows; ++r)
-    for (int o = 0; o < out; ++o) {
-      double s = b[o];
-      for (int i = 0; i < in; ++i) s += double(x[size_t(r) * in + i]) * w[size_t(o) * in + i];
-      y[size_t(r) * out + o] = s;
-    }
-  return y;
-}
-
-// LayerNorm in double of s[r] + residual[r], s already in double.
-std::vector<double> layer_norm_of_sum_ref(const std::vector<double>& s, const std::vector<float>& res,
-                                          const std::vector<float>& g, const std::vector<float>& b, int rows, int cols,
-                                          float eps) {
-  std::vector<double> want(size_t(rows) * cols);
-  for (int r = 0; r < rows; ++r) {
-    double mean = 0, var = 0;
-    for (int c = 0; c < cols; ++c) mean += s[size_t(r) * cols + c] + res[size_t(r) * cols + c];
-    mean /= cols;
-    for (int c = 0; c < cols; ++c) {
-      const double d = s[size_t(r) * cols + c] + res[size_t(r) * cols + c] - mean;
-      var += d * d;
-    }
-    var /= cols;
-    for (int c = 0; c < cols; ++c)
-      want[size_t(r) * cols + c] =
-          (s[size_t(r) * cols + c] + res[size_t(r) * cols + c] - mean) / std::sqrt(var + eps) * g[c] + b[c];
-  }
-  return want;
-}
-
-// ops::linear_layer_norm = LayerNorm(x · W^T + bias + residual). The CPU runs linear then
-// layer_norm; CUDA, at these few rows, splits the product over its inputs into fp32 partial sums
-// that the layer norm's kernel adds up with the bias and the residual (CudaBackend::linear_parts:
-// 4 parts of 384 inputs, 2 of 384), and with REXNLU_CUDA_SPLIT_K=off runs the two ops again.
-TEST_P(OpsTest, LinearLayerNormIsTheLayerNormOfTheLinearPlusResidual) {
-  const float eps = 1e-7f;
-  for (const char* split : {"auto", "off"}) {
-    setenv("REXNLU_CUDA_SPLIT_K", split, 1);
-    reopen_backend();
-    for (auto [rows, in, out] : {std::tuple{5, 1536, 256}, {3, 768, 72}}) {
-      const std::string what = std::string("REXNLU_CUDA_SPLIT_K=") + split + " rows " + std::to_string(rows) +
-                               " in " + std::to_string(in) + " out " + std::to_string(out);
-      auto x = random_vec(size_t(rows) * in, 50), w = random_vec(size_t(out) * in, 51), b = random_vec(out, 52);
-      auto res = random_vec(size_t(rows) * out, 53, -4, 4);
-      auto g = random_vec(out, 54, 0.5f, 1.5f), beta = random_vec(out, 55);
-#if REXNLU_HAVE_CUDA
-      if (GetParam() == Device::kCuda) {
-        EXPECT_EQ(backends::cuda::CudaBackend::of(be()).linear_parts(rows, out, in) > 1, std::string(split) == "auto")
-            << what;
-      }
-#endif
-      const std::vector<double> want =
-          layer_norm_of_sum_ref(linear_ref(x, w, b, rows, in, out), res, g, beta, rows, out, eps);
-      const LayerNormWeights ln{on_device(g, {out}), on_device(beta, {out}), eps};
-      const Tensor xd = on_device(x, {rows, in}), resd = on_device(res, {rows, out});
-      Tensor y = be().alloc_tensor(DType::kF32, {rows, out});
-      linear_layer_norm(be(), xd, make_linear(w, b, out, in), resd, ln, y.mutable_ref());
-      const std::vector<float> got = on_host(y);
-      for (size_t i = 0; i < got.size(); ++i)
-        ASSERT_NEAR(got[i], want[i], 2e-5 * std::max(1.0, std::abs(want[i]))) << what << " at " << i;
-      // y may alias neither input (the plain path writes the product into y before the residual is read).
-      Tensor r2 = on_device(res, {rows, out});
-      EXPECT_THROW(linear_layer_norm(be(), xd, make_linear(w, b, out, in), r2, ln, r2.mutable_ref()), Error) << what;
-    }
-  }
-  unsetenv("REXNLU_CUDA_SPLIT_K");
 }
 
 TEST_P(OpsTest, GeluErfMatchesExactFormula) {
@@ -1367,7 +1289,6 @@ class Ops16Test : public ::testing::TestWithParam<Precision> {
     unsetenv("REXNLU_CUDA_16BIT_ACTIVATIONS");  // the default at fp16 / bf16 (cuda_backend.h)
     unsetenv("REXNLU_CUDA_GELU");               // likewise: the GELU in the FFN product's epilogue
     unsetenv("REXNLU_CUDA_FA_SPLIT");           // likewise: the flash attention's key split (auto)
-    unsetenv("REXNLU_CUDA_SPLIT_K");            // likewise: the split-K layer norms (auto)
     open_backend();
     t_ = be_->activation_type();
     ASSERT_EQ(t_, GetParam() == Precision::kFloat16 ? DType::kF16 : DType::kBF16)
@@ -1499,56 +1420,6 @@ TEST_P(Ops16Test, LayerNormSixteenBitsInPlaceAndFromF32) {
   // 16-bit x with an F32 y: refused.
   Tensor y32 = on_device_as(std::vector<float>(x.size(), 0.0f), {rows, cols}, DType::kF32);
   EXPECT_THROW(layer_norm(be(), xd, {}, w, y32.mutable_ref()), Error);
-}
-
-// ops::linear_layer_norm on 16-bit activations and weights at the encoder's shapes (the FFN's
-// output, 3072 -> 768, and the attention's, 768 -> 768) at few rows: split over K (4 and 2 parts,
-// the fp32 sums not rounded to 16 bits before the layer norm), and with REXNLU_CUDA_SPLIT_K=off
-// the product with its 16-bit bias, rounded to 16 bits, then the layer norm.
-TEST_P(Ops16Test, LinearLayerNormSplitOverKOnSixteenBits) {
-  const float eps = 1e-7f;
-  for (const char* split : {"auto", "off"}) {
-    setenv("REXNLU_CUDA_SPLIT_K", split, 1);
-    open_backend();
-    for (auto [rows, in, out, parts] : {std::tuple{5, 3072, 768, 4}, {7, 768, 768, 2}}) {
-      const std::string what = std::string("REXNLU_CUDA_SPLIT_K=") + split + " rows " + std::to_string(rows) +
-                               " in " + std::to_string(in);
-      EXPECT_EQ(backends::cuda::CudaBackend::of(be()).linear_parts(rows, out, in),
-                std::string(split) == "auto" ? parts : 1)
-          << what;
-      auto x = exact16(random_vec(size_t(rows) * in, 130)), w = exact16(random_vec(size_t(out) * in, 131, -0.1f, 0.1f));
-      auto b = exact16(random_vec(out, 132)), res = exact16(random_vec(size_t(rows) * out, 133, -4, 4));
-      auto g = random_vec(out, 134, 0.5f, 1.5f), beta = random_vec(out, 135);
-      std::vector<double> s(size_t(rows) * out);
-      for (int r = 0; r < rows; ++r)
-        for (int o = 0; o < out; ++o) {
-          double t = b[o];
-          for (int i = 0; i < in; ++i) t += double(x[size_t(r) * in + i]) * w[size_t(o) * in + i];
-          s[size_t(r) * out + o] = t;
-        }
-      std::vector<double> want(s.size());
-      for (int r = 0; r < rows; ++r) {
-        double mean = 0, var = 0;
-        for (int c = 0; c < out; ++c) mean += s[size_t(r) * out + c] + res[size_t(r) * out + c];
-        mean /= out;
-        for (int c = 0; c < out; ++c) {
-          const double d = s[size_t(r) * out + c] + res[size_t(r) * out + c] - mean;
-          var += d * d;
-        }
-        for (int c = 0; c < out; ++c)
-          want[size_t(r) * out + c] =
-              (s[size_t(r) * out + c] + res[size_t(r) * out + c] - mean) / std::sqrt(var / out + eps) * g[c] + beta[c];
-      }
-      const LayerNormWeights ln{on_device_as(g, {out}, DType::kF32), on_device_as(beta, {out}, DType::kF32), eps};
-      Tensor y = on_device(std::vector<float>(size_t(rows) * out, 0.0f), {rows, out});
-      linear_layer_norm(be(), on_device(x, {rows, in}), make_linear(w, b, out, in), on_device(res, {rows, out}), ln,
-                        y.mutable_ref());
-      const std::vector<float> got = on_host(y);
-      for (size_t i = 0; i < got.size(); ++i)
-        ASSERT_NEAR(got[i], want[i], tol() * std::max(1.0, std::abs(want[i]))) << what << " at " << i;
-    }
-  }
-  unsetenv("REXNLU_CUDA_SPLIT_K");
 }
 
 TEST_P(Ops16Test, GeluErfOnSixteenBits) {
@@ -1800,34 +1671,6 @@ TEST(CudaFlashSplit, EnvironmentVariableIsReadAndChecked) {
   unsetenv("REXNLU_CUDA_FA_SPLIT");
   auto be = backends::make_backend(options);
   EXPECT_EQ(CudaBackend::of(*be).fa_split(), FlashSplit::kAuto);  // the default (ops.h)
-#else
-  GTEST_SKIP() << "built without CUDA";
-#endif
-}
-
-// REXNLU_CUDA_SPLIT_K: ops::linear_layer_norm's split over K at small batches, auto (the default)
-// or off (describe() says so); any other value is refused, naming the variable and the accepted values.
-TEST(CudaSplitK, EnvironmentVariableIsReadAndChecked) {
-#if REXNLU_HAVE_CUDA
-  const auto devices = backends::available_devices();
-  if (std::find(devices.begin(), devices.end(), Device::kCuda) == devices.end()) GTEST_SKIP() << "no usable GPU";
-  using backends::cuda::CudaBackend;
-  const LoadOptions options{Device::kCuda, Precision::kFloat16, 0};
-  const std::string what = expect_env_refused("REXNLU_CUDA_SPLIT_K", "on", options);
-  EXPECT_NE(what.find("expected auto"), std::string::npos) << what;
-  EXPECT_NE(what.find(" or off"), std::string::npos) << what;
-  for (auto [value, on] : {std::pair{"off", false}, {"auto", true}}) {
-    setenv("REXNLU_CUDA_SPLIT_K", value, 1);
-    auto be = backends::make_backend(options);
-    EXPECT_EQ(CudaBackend::of(*be).split_k(), on) << value;
-    EXPECT_EQ(be->describe().find("split-K layer norms off") == std::string::npos, on) << be->describe();
-    EXPECT_EQ(CudaBackend::of(*be).linear_parts(128, 768, 3072), on ? 4 : 1) << value;  // L128 b1's FFN output
-  }
-  unsetenv("REXNLU_CUDA_SPLIT_K");
-  auto be = backends::make_backend(options);
-  EXPECT_TRUE(CudaBackend::of(*be).split_k());  // the default
-  // Enough output tiles (L128 b8's 1024 rows): not split.
-  EXPECT_EQ(CudaBackend::of(*be).linear_parts(1024, 768, 3072), 1);
 #else
   GTEST_SKIP() << "built without CUDA";
 #endif

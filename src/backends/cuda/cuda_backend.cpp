@@ -100,14 +100,7 @@ CudaBackend::CudaBackend(int device_index, Precision precision)
       env_choice("REXNLU_CUDA_GELU", "tanh", "erf",
                  "expected tanh (the GELU in the 16-bit products' epilogue, at fp16 and bf16) or erf (the exact GELU, "
                  "a separate kernel); unset: the epilogue at fp16, the exact kernel at bf16");
-  if (const std::string split = env_choice(
-          "REXNLU_CUDA_SPLIT_K", "auto", "off",
-          "expected auto (the default: at small batches a dense layer followed by a layer norm is split over its "
-          "inputs into partial sums that the layer norm adds up) or off (the product, then the layer norm)");
-      !split.empty())
-    split_k_ = split == "auto";
   const DeviceInfo info = probe_device(index_);
-  multiprocessors_ = info.multiprocessors;
   // sm_90+ only: below, griddepcontrol does not exist (the kernels compile it out, types.cuh).
   programmatic_launch_ = info.cc_major >= 9;
   if (const std::string pdl = env_choice(
@@ -162,8 +155,7 @@ std::string CudaBackend::describe() const {
   return "cuda:" + std::to_string(index_) + ", " + name_ + ", " + std::string(precision_name(precision())) +
          " weights, " + std::string(activations) + " activations, cuBLASLt" + attention +
          (gelu_epilogue_ ? ", GELU in the GEMM epilogue (tanh form)" : "") +
-         (programmatic_launch_ ? ", programmatic dependent launch" : "") +
-         (split_k_ ? "" : ", split-K layer norms off");
+         (programmatic_launch_ ? ", programmatic dependent launch" : "");
 }
 
 void CudaBackend::begin_pass() {
@@ -301,15 +293,6 @@ Tensor CudaBackend::copy_as(ConstTensorRef host, DType type) {
 DType CudaBackend::activation_type() const { return fp32_activations_ ? DType::kF32 : compute_type(); }
 
 DType CudaBackend::compute_type() const { return storage_type(precision()); }
-
-int CudaBackend::linear_parts(int64_t rows, int64_t out, int64_t in) const {
-  if (!split_k_) return 1;
-  const int64_t tiles = ((rows + 127) / 128) * ((out + 127) / 128);
-  if (tiles * 4 >= multiprocessors_) return 1;
-  for (int64_t parts = 4; parts >= 2; --parts)
-    if (in % (8 * parts) == 0 && in / parts >= 384 && tiles * parts <= multiprocessors_) return static_cast<int>(parts);
-  return 1;
-}
 
 void CudaBackend::gemm(const GemmArgs& args) {
   blas_->gemm(args, blas_workspace_.get(), blas_workspace_bytes_, stream_);

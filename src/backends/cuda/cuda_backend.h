@@ -81,14 +81,6 @@ class CudaBackend final : public Backend {
   // GELU as a separate kernel after the product everywhere (as F32 outputs, fp32 and fp32
   // activations always do); another value throws from the constructor.
   bool gelu_epilogue() const { return gelu_epilogue_; }
-  // Into how many parts ops::linear_layer_norm splits a product of `rows` x `out` over its `in`
-  // inputs (partial sums that the layer norm adds up: no split-K reduction kernel), 1 = not split:
-  // where the output alone makes fewer than a quarter as many 128 x 128 tiles as the GPU has SMs
-  // (small batches), 2-4 parts of at least 384 inputs each (a multiple of 8), keeping tiles x parts
-  // within the SMs. REXNLU_CUDA_SPLIT_K=auto (the default) or off (1 everywhere: the product with
-  // its bias, then the layer norm); another value throws from the constructor.
-  int linear_parts(int64_t rows, int64_t out, int64_t in) const;
-  bool split_k() const { return split_k_; }
   // Enqueues a product on the stream with this backend's cuBLASLt workspace.
   void gemm(const GemmArgs& args);
   // One packed sequence of `length` rows as a DeviceBatch (offsets in the workspace: call inside
@@ -116,8 +108,6 @@ class CudaBackend final : public Backend {
   FlashSplit fa_split_ = FlashSplit::kAuto;
   bool programmatic_launch_ = false;
   bool gelu_epilogue_ = false;
-  bool split_k_ = true;
-  int multiprocessors_ = 0;
 };
 
 }  // namespace rexnlu::backends::cuda

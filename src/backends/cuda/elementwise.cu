@@ -1,6 +1,5 @@
 // Row and elementwise ops: layer norm (+ residual), masked softmax, erf GELU, rotary.
 #include <cfloat>
-#include <type_traits>
 
 #include "backends/cuda/ops.h"
 #include "backends/cuda/types.cuh"
@@ -141,14 +140,11 @@ __device__ __forceinline__ void store8(T* p, const float (&v)[8]) {
 // stores), and gamma and beta are read with x, before the statistics. (The scalar kernel loads
 // them after the statistics, each pair after the previous column's store, which may alias them
 // as far as the compiler knows: one memory latency per column step, most of its ~8 us at 128 rows.)
-// With parts.parts > 1, x holds that many partial sums of the row (a product split over K, F32,
-// parts.part_stride values apart), added up with parts.bias before the residual (of TR: y's type).
-template <typename TX, typename TR, typename TY, int kChunks>
-__global__ void __launch_bounds__(kLnWarps * 32) layer_norm_vec_kernel(const TX* x, const TR* residual,
+template <typename TX, typename TY, int kChunks>
+__global__ void __launch_bounds__(kLnWarps * 32) layer_norm_vec_kernel(const TX* x, const TX* residual,
                                                                        const float* gamma, const float* beta,
                                                                        float eps, int rows, int cols, TY* y,
-                                                                       const int32_t* x_rows, const uint8_t* keep,
-                                                                       LayerNormParts parts) {
+                                                                       const int32_t* x_rows, const uint8_t* keep) {
   pdl_begin();
   const int r = blockIdx.x * kLnWarps + static_cast<int>(threadIdx.x / 32);
   const int lane = static_cast<int>(threadIdx.x % 32);
@@ -168,18 +164,6 @@ __global__ void __launch_bounds__(kLnWarps * 32) layer_norm_vec_kernel(const TX*
     const int c = 8 * (lane + 32 * k);
     if (lane + 32 * k < chunks) {
       load8(x + x_base + c, v[k]);
-      for (int p = 1; p < parts.parts; ++p) {
-        float t[8];
-        load8(x + p * parts.part_stride + base + c, t);
-#pragma unroll
-        for (int u = 0; u < 8; ++u) v[k][u] += t[u];
-      }
-      if (parts.bias) {
-        float t[8];
-        load8(parts.bias + c, t);
-#pragma unroll
-        for (int u = 0; u < 8; ++u) v[k][u] += t[u];
-      }
       if (residual) {
         float t[8];
         load8(residual + base + c, t);
@@ -299,56 +283,46 @@ bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 
 void layer_norm(DType x_type, DType y_type, const void* x, const void* residual, const float* gamma,
                 const float* beta, float eps, int rows, int cols, void* y, cudaStream_t stream,
-                const int32_t* x_rows, const uint8_t* keep, const LayerNormParts& parts) {
+                const int32_t* x_rows, const uint8_t* keep) {
   if (x_type != y_type && x_type != DType::kF32)
     throw InternalError("cuda::layer_norm: x must be F32 or of y's type");
-  const bool vec = cols % 8 == 0 && aligned16(x) && aligned16(residual) && aligned16(y) && aligned16(gamma) &&
-                   aligned16(beta) && aligned16(parts.bias) && cols <= 1024;
-  const bool summed = parts.parts > 1;
-  if (summed && (x_type != DType::kF32 || !vec || x_rows || parts.part_stride < static_cast<size_t>(rows) * cols ||
-                 parts.part_stride % 4 != 0))
-    throw InternalError("cuda::layer_norm: partial sums need F32 x, rows of a multiple of 8 values up to 1024, "
-                        "16-byte aligned pointers and parts, and no row gather");
   if (rows <= 0) return;
   dispatch_float_type(y_type, "cuda::layer_norm", [&](auto tag) {
     using TY = decltype(tag);
-    const auto run = [&](auto x_tag, auto residual_tag) {
+    const auto run = [&](auto x_tag) {
       using TX = decltype(x_tag);
-      using TR = decltype(residual_tag);
       const auto* xs = static_cast<const TX*>(x);
-      const auto* rs = static_cast<const TR*>(residual);
+      const auto* rs = static_cast<const TX*>(residual);
       auto* ys = static_cast<TY*>(y);
       const unsigned warp_blocks = static_cast<unsigned>((rows + kLnWarps - 1) / kLnWarps);
-      const auto warp_per_row = [&](auto kernel, auto... extra) {
+      const bool vec = cols % 8 == 0 && aligned16(x) && aligned16(residual) && aligned16(y) && aligned16(gamma) &&
+                       aligned16(beta);
+      const auto warp_per_row = [&](auto kernel) {
         launch_kernel(kernel, warp_blocks, kLnWarps * 32, 0, stream, "cuda::layer_norm", xs, rs, gamma, beta, eps, rows,
-                      cols, ys, x_rows, keep, extra...);
+                      cols, ys, x_rows, keep);
       };
-      if (vec) {  // the row in registers, 16-byte accesses
+      if (vec && cols <= 1024) {  // the row in registers, 16-byte accesses
         const int chunks = cols / 8;
-        warp_per_row(chunks <= 32   ? layer_norm_vec_kernel<TX, TR, TY, 1>
-                     : chunks <= 64 ? layer_norm_vec_kernel<TX, TR, TY, 2>
-                     : chunks <= 96 ? layer_norm_vec_kernel<TX, TR, TY, 3>
-                                    : layer_norm_vec_kernel<TX, TR, TY, 4>,
-                     parts);
-      } else if constexpr (std::is_same_v<TX, TR>) {
-        if (cols <= 1024) {  // the row in registers: one warp per row
-          warp_per_row(cols <= 256   ? layer_norm_warp_kernel<TX, TY, 8>
-                       : cols <= 512 ? layer_norm_warp_kernel<TX, TY, 16>
-                                     : layer_norm_warp_kernel<TX, TY, 32>);
-        } else {  // wider rows: one block per row, the row in shared memory
-          const auto kernel = layer_norm_kernel<TX, TY>;
-          const size_t smem = static_cast<size_t>(cols) * sizeof(float);
-          if (smem > 48 * 1024)
-            check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
-                  "cuda::layer_norm smem");
-          launch_kernel(kernel, rows, kRowThreads, smem, stream, "cuda::layer_norm", xs, rs, gamma, beta, eps, cols, ys,
-                        x_rows, keep);
-        }
+        warp_per_row(chunks <= 32   ? layer_norm_vec_kernel<TX, TY, 1>
+                     : chunks <= 64 ? layer_norm_vec_kernel<TX, TY, 2>
+                     : chunks <= 96 ? layer_norm_vec_kernel<TX, TY, 3>
+                                    : layer_norm_vec_kernel<TX, TY, 4>);
+      } else if (cols <= 1024) {  // the row in registers: one warp per row
+        warp_per_row(cols <= 256   ? layer_norm_warp_kernel<TX, TY, 8>
+                     : cols <= 512 ? layer_norm_warp_kernel<TX, TY, 16>
+                                   : layer_norm_warp_kernel<TX, TY, 32>);
+      } else {  // wider rows: one block per row, the row in shared memory
+        const auto kernel = layer_norm_kernel<TX, TY>;
+        const size_t smem = static_cast<size_t>(cols) * sizeof(float);
+        if (smem > 48 * 1024)
+          check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
+                "cuda::layer_norm smem");
+        launch_kernel(kernel, rows, kRowThreads, smem, stream, "cuda::layer_norm", xs, rs, gamma, beta, eps, cols, ys,
+                      x_rows, keep);
       }
     };
-    if (summed) run(float{}, TY{});  // partial sums in F32, the residual of y's type
-    else if (x_type == y_type) run(TY{}, TY{});
-    else run(float{}, float{});
+    if (x_type == y_type) run(TY{});
+    else run(float{});
   });
 }
 

@@ -3,7 +3,6 @@
 #include <cublasLt.h>
 
 #include <string>
-#include <utility>
 
 #include "backends/cuda/common.h"
 #include "rexnlu/error.h"
@@ -38,10 +37,10 @@ cudaDataType_t cuda_type(DType t) {
   }
 }
 
-// Largest power of two (up to 256) that divides the address (and the byte stride between the
-// matrices of a batch): cuBLASLt's heuristic assumes 256-byte aligned buffers unless told otherwise.
-int alignment(const void* p, uintptr_t batch_stride_bytes = 0) {
-  const auto a = reinterpret_cast<uintptr_t>(p) | batch_stride_bytes;
+// Largest power of two (up to 256) that divides the address: cuBLASLt's heuristic assumes
+// 256-byte aligned buffers unless told otherwise.
+int alignment(const void* p) {
+  const auto a = reinterpret_cast<uintptr_t>(p);
   int align = 256;
   while (align > 1 && a % static_cast<uintptr_t>(align) != 0) align /= 2;
   return align;
@@ -81,21 +80,12 @@ void Blas::gemm(const GemmArgs& g, void* workspace, size_t workspace_bytes, cuda
   if (g.K <= 0 || g.lda < g.K || g.ldb < (g.trans_b ? g.K : g.N) || g.ldc < g.N)
     throw InternalError("cuda::gemm: bad shape M=" + std::to_string(g.M) + " N=" + std::to_string(g.N) +
                         " K=" + std::to_string(g.K));
-  const int align_bias = g.bias ? alignment(g.bias) : 0;
-  if (g.batch < 1 || (g.batch > 1 && (g.batch_stride_a < 0 || g.batch_stride_b < 0 ||
-                                        g.batch_stride_c < static_cast<int64_t>(g.M) * g.ldc)))
-    throw InternalError("cuda::gemm: bad batch of " + std::to_string(g.batch) + " (strides " +
-                        std::to_string(g.batch_stride_a) + ", " + std::to_string(g.batch_stride_b) + ", " +
-                        std::to_string(g.batch_stride_c) + ")");
-  const int64_t stride_a = g.batch > 1 ? g.batch_stride_a : 0, stride_b = g.batch > 1 ? g.batch_stride_b : 0,
-                stride_c = g.batch > 1 ? g.batch_stride_c : 0;
-  const auto bytes = [](int64_t stride, DType t) { return static_cast<uintptr_t>(stride) * dtype_size(t); };
   // Row-major C = A op(B) is column-major C^T = op(B)^T A^T: cuBLAS's "A" is our B, its "B" our A.
-  const int align_a = alignment(g.B, bytes(stride_b, g.ab_type)), align_b = alignment(g.A, bytes(stride_a, g.ab_type)),
-            align_c = alignment(g.C, bytes(stride_c, g.c_type));
-  const Key key{g.trans_b, g.bias != nullptr, g.gelu_tanh, g.M, g.N, g.K, g.lda, g.ldb, g.ldc,
-                static_cast<int>(g.ab_type), static_cast<int>(g.c_type), align_a, align_b, align_c, align_bias,
-                g.batch, stride_a, stride_b, stride_c, workspace_bytes};
+  const int align_a = alignment(g.B), align_b = alignment(g.A), align_c = alignment(g.C);
+  const int align_bias = g.bias ? alignment(g.bias) : 0;
+  const Key key{g.trans_b, g.M, g.N, g.K, g.lda, g.ldb, g.ldc, static_cast<int>(g.ab_type),
+                static_cast<int>(g.c_type), g.bias != nullptr, align_a, workspace_bytes, align_b, align_c,
+                align_bias, g.gelu_tanh};
   auto it = plans_.find(key);
   if (it == plans_.end()) {
     auto p = std::make_unique<Plan>();
@@ -119,16 +109,6 @@ void Blas::gemm(const GemmArgs& g, void* workspace, size_t workspace_bytes, cuda
              "layout A");
     check_lt(cublasLtMatrixLayoutCreate(&p->b, ab, g.K, g.M, g.lda), "layout B");
     check_lt(cublasLtMatrixLayoutCreate(&p->c, ct, g.N, g.M, g.ldc), "layout C");
-    if (g.batch > 1) {  // cuBLAS's A is our B, its B our A
-      const int32_t count = g.batch;
-      for (auto [layout, stride] : {std::pair{p->a, stride_b}, {p->b, stride_a}, {p->c, stride_c}}) {
-        check_lt(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count),
-                 "batch count");
-        check_lt(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
-                                                  sizeof stride),
-                 "batch stride");
-      }
-    }
 
     cublasLtMatmulPreference_t pref = nullptr;
     check_lt(cublasLtMatmulPreferenceCreate(&pref), "preference");

@@ -37,11 +37,6 @@ struct GemmArgs {
   DType c_type = DType::kF32;
   const void* bias = nullptr;  // [N] of c_type, or null
   bool gelu_tanh = false;      // then GELU, tanh form, in the epilogue (after alpha, beta and the bias)
-  // batch > 1: that many products at once, the i-th reading A + i * batch_stride_a and B + i *
-  // batch_stride_b and writing C + i * batch_stride_c (strides in elements). With strides of K
-  // columns into A and B this is a product split over K into partial sums (ops::linear_layer_norm).
-  int batch = 1;
-  int64_t batch_stride_a = 0, batch_stride_b = 0, batch_stride_c = 0;
 };
 
 // One cuBLASLt handle with a cache of matmul plans (descriptors + the heuristic's algorithm)
@@ -62,17 +57,7 @@ class Blas {
 
  private:
   struct Plan;
-  struct Key {  // everything a plan depends on: shape, types, strides, pointer alignment, epilogue
-    bool trans_b, bias, gelu_tanh;
-    int M, N, K, lda, ldb, ldc, ab_type, c_type, align_a, align_b, align_c, align_bias, batch;
-    int64_t stride_a, stride_b, stride_c;
-    size_t workspace_bytes;
-    auto tie() const {
-      return std::tie(trans_b, bias, gelu_tanh, M, N, K, lda, ldb, ldc, ab_type, c_type, align_a, align_b, align_c,
-                      align_bias, batch, stride_a, stride_b, stride_c, workspace_bytes);
-    }
-    bool operator<(const Key& o) const { return tie() < o.tie(); }
-  };
+  using Key = std::tuple<int, int, int, int, int, int, int, int, int, int, int, size_t, int, int, int, int>;
   void* handle_ = nullptr;  // cublasLtHandle_t
   std::map<Key, std::unique_ptr<Plan>> plans_;
 };

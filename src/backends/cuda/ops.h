@@ -20,18 +20,9 @@ namespace rexnlu::backends::cuda {
 // embeddings' layer norm writing the encoder's first 16-bit activations). Optional, as on the CPU:
 // x_rows (row r reads x's row x_rows[r]: the embedding gather; y must not alias x then) and keep
 // (rows with keep[r] == 0 are written as zeros).
-// parts.parts > 1: the row summed is x's partial sums (F32 [parts][rows][cols], part_stride values
-// apart: a product split over K, ops::linear_layer_norm) + bias (F32 [cols], may be null) +
-// residual, which is then of y_type; the 16-byte kernel's rows only (cols a multiple of 8 up to
-// 1024, 16-byte aligned pointers), without x_rows (else InternalError).
-struct LayerNormParts {
-  int parts = 1;
-  size_t part_stride = 0;
-  const float* bias = nullptr;
-};
 void layer_norm(DType x_type, DType y_type, const void* x, const void* residual, const float* gamma,
                 const float* beta, float eps, int rows, int cols, void* y, cudaStream_t stream,
-                const int32_t* x_rows = nullptr, const uint8_t* keep = nullptr, const LayerNormParts& parts = {});
+                const int32_t* x_rows = nullptr, const uint8_t* keep = nullptr);
 
 // backends::cpu::masked_softmax (XSoftmax), in place on fp32 scores.
 void masked_softmax(float* scores, int rows, int cols, int ld, const uint8_t* mask, int ld_mask,
