@@ -603,41 +603,57 @@ TEST_F(Gpu, RotaryMatchesCpuAtAllPositions) {
   expect_close(dx.floats(DType::kF32), want, 1e-5, "rotary_interleaved f32 (q|k in 2 groups, pos 0..511)");
 }
 
+// One conv1d_k3 case at storage type t over a packed batch: x (random, x_seed) and the weights
+// rounded to t, the CPU kernel's output per sequence (with the Rex conv block's epilogue where keep
+// is given: rows with keep 0 zero, the exact GELU), and on the device the taps' product x · taps^T
+// ([rows, 3H] of c_type), which conv1d_k3_combine reads.
+struct ConvK3Case {
+  std::vector<float> want;
+  DeviceBuffer taps_out;
+};
+ConvK3Case conv_k3_case(const Batch& batch, int H, const std::vector<float>& w, const std::vector<float>& bias,
+                        uint32_t x_seed, DType t, DType c_type, const std::vector<uint8_t>& keep = {}) {
+  auto x = random_vec(size_t(batch.rows) * H, x_seed);
+  round_to(x, t);
+  auto wt = w;
+  round_to(wt, t);
+  const std::vector<float> taps = conv1d_taps(wt.data(), H, H);
+  ConvK3Case c{std::vector<float>(x.size()), DeviceBuffer(size_t(batch.rows) * 3 * H * dtype_size(c_type))};
+  for (int b = 0; b < batch.size(); ++b) {
+    const size_t row0 = size_t(batch.offsets[b]);
+    kc::conv1d_k3(x.data() + row0 * H, batch.length(b), H, taps.data(), bias.data(), H, c.want.data() + row0 * H,
+                  keep.empty() ? nullptr : keep.data() + row0, !keep.empty());
+  }
+  auto dx = DeviceBuffer::from(x, t), dtaps = DeviceBuffer::from(taps, t);
+  kg::Blas blas;
+  DeviceBuffer ws(32u << 20);
+  kg::GemmArgs g;
+  g.M = batch.rows, g.N = 3 * H, g.K = H, g.A = dx.get(), g.lda = H, g.B = dtaps.get(), g.ldb = H;
+  g.ab_type = t, g.C = c.taps_out.get(), g.ldc = 3 * H, g.c_type = c_type;
+  blas.gemm(g, ws.get(), 32u << 20, nullptr);
+  kg::check(cudaDeviceSynchronize(), "conv1d_k3 taps");  // before x, the taps and the workspace go
+  return c;
+}
+
 TEST_F(Gpu, Conv1dK3MatchesCpuPerSequence) {
   const int H = 768;
   const Batch batch({1, 57, 128, 2}, 15);
   auto w = random_vec(size_t(H) * H * 3, 16, -0.05f, 0.05f);
   auto bias = random_vec(H, 17);
-  kg::Blas blas;
-  DeviceBuffer ws(32u << 20);
   DeviceBatchBuffers db(batch);
+  auto dbias = DeviceBuffer::from(bias);
   for (DType t : kTypes) {
-    auto x = random_vec(size_t(batch.rows) * H, 18);
-    round_to(x, t);
-    auto wt = w;
-    round_to(wt, t);
-    const std::vector<float> taps = conv1d_taps(wt.data(), H, H);
-    std::vector<float> want(x.size());
-    for (int b = 0; b < batch.size(); ++b)
-      kc::conv1d_k3(x.data() + size_t(batch.offsets[b]) * H, batch.length(b), H, taps.data(), bias.data(), H,
-                    want.data() + size_t(batch.offsets[b]) * H);
-    auto dx = DeviceBuffer::from(x, t), dtaps_w = DeviceBuffer::from(taps, t), dbias = DeviceBuffer::from(bias);
-    DeviceBuffer dt(size_t(batch.rows) * 3 * H * dtype_size(t)), dy(size_t(batch.rows) * H * dtype_size(t));
-    dy.poison();
-    kg::GemmArgs g;
-    g.M = batch.rows, g.N = 3 * H, g.K = H, g.A = dx.get(), g.lda = H, g.B = dtaps_w.get(), g.ldb = H;
-    g.ab_type = t, g.C = dt.get(), g.ldc = 3 * H, g.c_type = t;
-    blas.gemm(g, ws.get(), 32u << 20, nullptr);
-    kg::conv1d_k3_combine(t, t, dt.get(), db.view, H, dbias.get<float>(), dy.get(), nullptr);
-    expect_close(dy.floats(t), want, tolerance(t), std::string("conv1d_k3 (gemm + combine) ") + name(t));
-    if (t == DType::kF32) continue;
-    // As ops::conv1d_k3 runs it on 16-bit activations: the products kept in fp32, y rounded once.
-    DeviceBuffer dt32(size_t(batch.rows) * 3 * H * sizeof(float));
-    g.C = dt32.get(), g.c_type = DType::kF32;
-    blas.gemm(g, ws.get(), 32u << 20, nullptr);
-    dy.poison();
-    kg::conv1d_k3_combine(DType::kF32, t, dt32.get(), db.view, H, dbias.get<float>(), dy.get(), nullptr);
-    expect_close(dy.floats(t), want, tolerance(t), std::string("conv1d_k3 (gemm to f32 + combine) ") + name(t));
+    // The taps' product in t, and at 16 bits also as ops::conv1d_k3 runs it on 16-bit activations:
+    // the products kept in fp32, y rounded once.
+    for (DType c_type : t == DType::kF32 ? std::vector<DType>{t} : std::vector<DType>{t, DType::kF32}) {
+      const ConvK3Case c = conv_k3_case(batch, H, w, bias, 18, t, c_type);
+      DeviceBuffer dy(size_t(batch.rows) * H * dtype_size(t));
+      dy.poison();
+      kg::conv1d_k3_combine(c_type, t, c.taps_out.get(), db.view, H, dbias.get<float>(), dy.get(), nullptr);
+      expect_close(dy.floats(t), c.want, tolerance(t),
+                   std::string(c_type == t ? "conv1d_k3 (gemm + combine) " : "conv1d_k3 (gemm to f32 + combine) ") +
+                       name(t));
+    }
   }
 }
 
@@ -655,38 +671,20 @@ TEST_F(Gpu, Conv1dK3MaskAndGeluEpilogueMatchesCpuAndTheUnfusedKernels) {
   keep[0] = 0, keep[1] = 0, keep[batch.rows - 1] = 0;  // the 1-token sequence, the next one's first row, the last row
   auto w = random_vec(size_t(H) * H * 3, 93, -0.05f, 0.05f);
   auto bias = random_vec(H, 94);
-  kg::Blas blas;
-  DeviceBuffer ws(32u << 20);
   DeviceBatchBuffers db(batch);
   auto dkeep = DeviceBuffer::from(keep), dbias = DeviceBuffer::from(bias);
   for (DType t : kTypes) {
-    auto x = random_vec(size_t(batch.rows) * H, 95);
-    round_to(x, t);
-    auto wt = w;
-    round_to(wt, t);
-    const std::vector<float> taps = conv1d_taps(wt.data(), H, H);
-    std::vector<float> want(x.size());
-    for (int b = 0; b < batch.size(); ++b) {
-      const size_t row0 = size_t(batch.offsets[b]);
-      kc::conv1d_k3(x.data() + row0 * H, batch.length(b), H, taps.data(), bias.data(), H, want.data() + row0 * H,
-                    keep.data() + row0, true);
-    }
-    auto dx = DeviceBuffer::from(x, t), dtaps_w = DeviceBuffer::from(taps, t);
-    DeviceBuffer dt32(size_t(batch.rows) * 3 * H * sizeof(float));
+    const ConvK3Case c = conv_k3_case(batch, H, w, bias, 95, t, DType::kF32, keep);
     DeviceBuffer dy(size_t(batch.rows) * H * dtype_size(t)), dunfused(size_t(batch.rows) * H * dtype_size(t));
-    kg::GemmArgs g;
-    g.M = batch.rows, g.N = 3 * H, g.K = H, g.A = dx.get(), g.lda = H, g.B = dtaps_w.get(), g.ldb = H;
-    g.ab_type = t, g.C = dt32.get(), g.ldc = 3 * H, g.c_type = DType::kF32;
-    blas.gemm(g, ws.get(), 32u << 20, nullptr);
     dy.poison(), dunfused.poison();
-    kg::conv1d_k3_combine(DType::kF32, t, dt32.get(), db.view, H, dbias.get<float>(), dy.get(), nullptr,
+    kg::conv1d_k3_combine(DType::kF32, t, c.taps_out.get(), db.view, H, dbias.get<float>(), dy.get(), nullptr,
                           dkeep.get<uint8_t>(), true);
-    kg::conv1d_k3_combine(DType::kF32, t, dt32.get(), db.view, H, dbias.get<float>(), dunfused.get(), nullptr);
+    kg::conv1d_k3_combine(DType::kF32, t, c.taps_out.get(), db.view, H, dbias.get<float>(), dunfused.get(), nullptr);
     kg::zero_rows(t, dunfused.get(), dkeep.get<uint8_t>(), batch.rows, H, nullptr);
     kg::gelu_erf(t, dunfused.get(), size_t(batch.rows) * H, nullptr);
     const std::vector<float> got = dy.floats(t), unfused = dunfused.floats(t);
     // 16 bits: y rounded, then its GELU rounded again (the CPU's GELU reads the fp32 sum).
-    expect_close(got, want, 2 * tolerance(t), std::string("conv1d_k3 + mask + gelu ") + name(t));
+    expect_close(got, c.want, 2 * tolerance(t), std::string("conv1d_k3 + mask + gelu ") + name(t));
     for (int r = 0; r < batch.rows; ++r)
       for (int o = 0; o < H; ++o) {
         const size_t i = size_t(r) * H + o;
