@@ -605,34 +605,40 @@ TEST_F(Gpu, RotaryMatchesCpuAtAllPositions) {
 
 // One conv1d_k3 case at storage type t over a packed batch: x (random, x_seed) and the weights
 // rounded to t, the CPU kernel's output per sequence (with the Rex conv block's epilogue where keep
-// is given: rows with keep 0 zero, the exact GELU), and on the device the taps' product x · taps^T
-// ([rows, 3H] of c_type), which conv1d_k3_combine reads.
+// is given: rows with keep 0 zero, the exact GELU), and x and the taps on the device for
+// taps_product(), which conv1d_k3_combine reads.
 struct ConvK3Case {
   std::vector<float> want;
-  DeviceBuffer taps_out;
+  DeviceBuffer x, taps;
+  int rows, H;
+  DType t;
+  // x · taps^T on the device: [rows, 3H] of c_type.
+  DeviceBuffer taps_product(DType c_type) const {
+    DeviceBuffer out(size_t(rows) * 3 * H * dtype_size(c_type));
+    kg::Blas blas;
+    DeviceBuffer ws(32u << 20);
+    kg::GemmArgs g;
+    g.M = rows, g.N = 3 * H, g.K = H, g.A = x.get(), g.lda = H, g.B = taps.get(), g.ldb = H;
+    g.ab_type = t, g.C = out.get(), g.ldc = 3 * H, g.c_type = c_type;
+    blas.gemm(g, ws.get(), 32u << 20, nullptr);
+    kg::check(cudaDeviceSynchronize(), "conv1d_k3 taps");  // before the workspace goes
+    return out;
+  }
 };
 ConvK3Case conv_k3_case(const Batch& batch, int H, const std::vector<float>& w, const std::vector<float>& bias,
-                        uint32_t x_seed, DType t, DType c_type, const std::vector<uint8_t>& keep = {}) {
+                        uint32_t x_seed, DType t, const std::vector<uint8_t>& keep = {}) {
   auto x = random_vec(size_t(batch.rows) * H, x_seed);
   round_to(x, t);
   auto wt = w;
   round_to(wt, t);
   const std::vector<float> taps = conv1d_taps(wt.data(), H, H);
-  ConvK3Case c{std::vector<float>(x.size()), DeviceBuffer(size_t(batch.rows) * 3 * H * dtype_size(c_type))};
+  std::vector<float> want(x.size());
   for (int b = 0; b < batch.size(); ++b) {
     const size_t row0 = size_t(batch.offsets[b]);
-    kc::conv1d_k3(x.data() + row0 * H, batch.length(b), H, taps.data(), bias.data(), H, c.want.data() + row0 * H,
+    kc::conv1d_k3(x.data() + row0 * H, batch.length(b), H, taps.data(), bias.data(), H, want.data() + row0 * H,
                   keep.empty() ? nullptr : keep.data() + row0, !keep.empty());
   }
-  auto dx = DeviceBuffer::from(x, t), dtaps = DeviceBuffer::from(taps, t);
-  kg::Blas blas;
-  DeviceBuffer ws(32u << 20);
-  kg::GemmArgs g;
-  g.M = batch.rows, g.N = 3 * H, g.K = H, g.A = dx.get(), g.lda = H, g.B = dtaps.get(), g.ldb = H;
-  g.ab_type = t, g.C = c.taps_out.get(), g.ldc = 3 * H, g.c_type = c_type;
-  blas.gemm(g, ws.get(), 32u << 20, nullptr);
-  kg::check(cudaDeviceSynchronize(), "conv1d_k3 taps");  // before x, the taps and the workspace go
-  return c;
+  return {std::move(want), DeviceBuffer::from(x, t), DeviceBuffer::from(taps, t), batch.rows, H, t};
 }
 
 TEST_F(Gpu, Conv1dK3MatchesCpuPerSequence) {
@@ -645,11 +651,12 @@ TEST_F(Gpu, Conv1dK3MatchesCpuPerSequence) {
   for (DType t : kTypes) {
     // The taps' product in t, and at 16 bits also as ops::conv1d_k3 runs it on 16-bit activations:
     // the products kept in fp32, y rounded once.
+    const ConvK3Case c = conv_k3_case(batch, H, w, bias, 18, t);
     for (DType c_type : t == DType::kF32 ? std::vector<DType>{t} : std::vector<DType>{t, DType::kF32}) {
-      const ConvK3Case c = conv_k3_case(batch, H, w, bias, 18, t, c_type);
+      const DeviceBuffer taps_out = c.taps_product(c_type);
       DeviceBuffer dy(size_t(batch.rows) * H * dtype_size(t));
       dy.poison();
-      kg::conv1d_k3_combine(c_type, t, c.taps_out.get(), db.view, H, dbias.get<float>(), dy.get(), nullptr);
+      kg::conv1d_k3_combine(c_type, t, taps_out.get(), db.view, H, dbias.get<float>(), dy.get(), nullptr);
       expect_close(dy.floats(t), c.want, tolerance(t),
                    std::string(c_type == t ? "conv1d_k3 (gemm + combine) " : "conv1d_k3 (gemm to f32 + combine) ") +
                        name(t));
@@ -674,12 +681,13 @@ TEST_F(Gpu, Conv1dK3MaskAndGeluEpilogueMatchesCpuAndTheUnfusedKernels) {
   DeviceBatchBuffers db(batch);
   auto dkeep = DeviceBuffer::from(keep), dbias = DeviceBuffer::from(bias);
   for (DType t : kTypes) {
-    const ConvK3Case c = conv_k3_case(batch, H, w, bias, 95, t, DType::kF32, keep);
+    const ConvK3Case c = conv_k3_case(batch, H, w, bias, 95, t, keep);
+    const DeviceBuffer taps_out = c.taps_product(DType::kF32);
     DeviceBuffer dy(size_t(batch.rows) * H * dtype_size(t)), dunfused(size_t(batch.rows) * H * dtype_size(t));
     dy.poison(), dunfused.poison();
-    kg::conv1d_k3_combine(DType::kF32, t, c.taps_out.get(), db.view, H, dbias.get<float>(), dy.get(), nullptr,
+    kg::conv1d_k3_combine(DType::kF32, t, taps_out.get(), db.view, H, dbias.get<float>(), dy.get(), nullptr,
                           dkeep.get<uint8_t>(), true);
-    kg::conv1d_k3_combine(DType::kF32, t, c.taps_out.get(), db.view, H, dbias.get<float>(), dunfused.get(), nullptr);
+    kg::conv1d_k3_combine(DType::kF32, t, taps_out.get(), db.view, H, dbias.get<float>(), dunfused.get(), nullptr);
     kg::zero_rows(t, dunfused.get(), dkeep.get<uint8_t>(), batch.rows, H, nullptr);
     kg::gelu_erf(t, dunfused.get(), size_t(batch.rows) * H, nullptr);
     const std::vector<float> got = dy.floats(t), unfused = dunfused.floats(t);
