@@ -1189,6 +1189,33 @@ TEST(PreparedWeights, Bf16PackedAgreesWithPlain) {
   }
 }
 
+// Every environment switch of the CUDA backend takes only its documented values: anything else is
+// an invalid-input error naming the variable and the value (never silently the default), raised
+// before the backend creates its stream; unset or empty is the default. Needs a GPU (the switches
+// are read after the device is found).
+TEST(Backends, CudaEnvironmentSwitchesRejectUnknownValues) {
+  const auto devices = backends::available_devices();
+  if (std::find(devices.begin(), devices.end(), Device::kCuda) == devices.end()) GTEST_SKIP() << "no usable GPU";
+  for (const char* name : {"REXNLU_CUDA_ATTENTION", "REXNLU_CUDA_FA_SPLIT", "REXNLU_CUDA_GELU", "REXNLU_CUDA_GRAPHS",
+                           "REXNLU_CUDA_VERIFY", "REXNLU_CUDA_16BIT_ACTIVATIONS", "REXNLU_CUDA_MMA_ATTENTION",
+                           "REXNLU_CUDA_PDL"}) {
+    const char* before = std::getenv(name);
+    const std::string saved = before ? before : "";
+    setenv(name, "yes", 1);
+    try {
+      backends::make_backend(LoadOptions{Device::kCuda, Precision::kFloat16, 0});
+      ADD_FAILURE() << name << "=yes: no error";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kInvalidInput) << e.what();
+      EXPECT_EQ(std::string(e.what()).rfind(std::string(name) + "=yes: expected ", 0), 0u) << e.what();
+    }
+    setenv(name, "", 1);  // empty: the default
+    EXPECT_NO_THROW(backends::make_backend(LoadOptions{Device::kCuda, Precision::kFloat16, 0})) << name << "=''";
+    if (before) setenv(name, saved.c_str(), 1);
+    else unsetenv(name);
+  }
+}
+
 // ---- fp16 / bf16 weights on the GPU (CudaBackend::make_linear rounds them on the device)
 
 // 16 weights of 4 MiB loaded back to back, each value exact in fp16 and bf16 and unlike every

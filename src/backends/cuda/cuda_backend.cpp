@@ -100,6 +100,23 @@ CudaBackend::CudaBackend(int device_index, Precision precision)
       env_choice("REXNLU_CUDA_GELU", "tanh", "erf",
                  "expected tanh (the GELU in the 16-bit products' epilogue, at fp16 and bf16) or erf (the exact GELU, "
                  "a separate kernel); unset: the epilogue at fp16, the exact kernel at bf16");
+  const std::string graphs = env_choice("REXNLU_CUDA_GRAPHS", "0", "1",
+                                        "expected 1 (record each forward as a CUDA graph and replay it, the default) or 0 "
+                                        "(launch every kernel each call)");
+  // REXNLU_CUDA_VERIFY=1 (ops/cuda_verify.h) copies results back after each op: no recording then.
+  const std::string verify = env_choice("REXNLU_CUDA_VERIFY", "0", "1",
+                                        "expected 0 (the default) or 1 (debugging: every linear layer and attention call "
+                                        "checked against the host, ops/cuda_verify.h)");
+  graphs_enabled_ = graphs != "0" && verify != "1";
+  // 16-bit activations at fp16/bf16 unless REXNLU_CUDA_16BIT_ACTIVATIONS=0 (cuda_backend.h).
+  fp32_activations_ = env_choice("REXNLU_CUDA_16BIT_ACTIVATIONS", "0", "1",
+                                 "expected 1 (activations stored in the 16-bit type at fp16 / bf16, the default) or 0 "
+                                 "(fp32 activations)") == "0";
+  if (const std::string mma = env_choice("REXNLU_CUDA_MMA_ATTENTION", "0", "1",
+                                         "expected 1 (the tensor-core attention wherever it applies) or 0 (never: the "
+                                         "fp32-math kernel); unset: the tensor-core kernel at fp16 and bf16");
+      !mma.empty())
+    attention_tensor_cores_ = mma == "1" ? 1 : 0;
   const DeviceInfo info = probe_device(index_);
   // sm_90+ only: below, griddepcontrol does not exist (the kernels compile it out, types.cuh).
   programmatic_launch_ = info.cc_major >= 9;
@@ -114,20 +131,11 @@ CudaBackend::CudaBackend(int device_index, Precision precision)
   blas_ = std::make_unique<Blas>();
   blas_workspace_bytes_ = kBlasWorkspaceBytes;
   blas_workspace_ = allocate_persistent(blas_workspace_bytes_);
-  const char* graphs = std::getenv("REXNLU_CUDA_GRAPHS");
-  // REXNLU_CUDA_VERIFY=1 (ops/cuda_verify.h) copies results back after each op: no recording then.
-  const char* verify = std::getenv("REXNLU_CUDA_VERIFY");
-  graphs_enabled_ = (graphs == nullptr || std::string(graphs) != "0") && !(verify && std::string(verify) == "1");
-  // 16-bit activations at fp16/bf16 unless REXNLU_CUDA_16BIT_ACTIVATIONS=0 (cuda_backend.h).
-  if (const char* a = std::getenv("REXNLU_CUDA_16BIT_ACTIVATIONS"); a != nullptr && std::string(a) == "0")
-    fp32_activations_ = true;
   // Only where the FFN's intermediate is stored in 16 bits (fp32 stays bit for bit the exact GELU).
   // bf16 only when asked: on the H200 its epilogue was 4.7 bf16 ulps off the exact GELU at one
   // small shape (test_ops Ops16Test.LinearReadsAndWritesSixteenBitsAndF32, docs/architecture.md).
   const bool gelu_wanted = gelu_choice == "tanh" || (gelu_choice.empty() && compute_type() == DType::kF16);
   gelu_epilogue_ = gelu_wanted && compute_type() != DType::kF32 && !fp32_activations_;
-  if (const char* mma = std::getenv("REXNLU_CUDA_MMA_ATTENTION"); mma != nullptr && *mma != 0)
-    attention_tensor_cores_ = std::string(mma) == "0" ? 0 : std::string(mma) == "1" ? 1 : -1;
 }
 
 CudaBackend::~CudaBackend() {
