@@ -74,7 +74,7 @@ class Backend {
   // `bytes` of host memory (64-byte aligned, uninitialised) valid until the next begin_pass(), for
   // a pass's results on their way back before the caller splits them up: a device copies into it
   // directly (page-locked memory on CUDA, which also stages upload()).
-  void* host_scratch(size_t bytes) { return host_staging_.alloc<std::byte>(bytes); }
+  virtual void* host_scratch(size_t bytes) { return host_staging_.alloc<std::byte>(bytes); }
 
   // ---- persistent memory (weights, constants computed at load)
   Tensor alloc_tensor(DType dtype, std::initializer_list<int64_t> shape);  // uninitialised

@@ -90,9 +90,13 @@ void cuda_link_scores(backends::Backend& be, const std::vector<int64_t>& offsets
   a.ld = to_int(q.ld());
   a.dim = to_int(q.cols());
   a.threshold = threshold;
-  a.count = be.alloc(DType::kI32, {1}).i32();
   a.capacity = to_int(link_capacity(total));
-  a.links = reinterpret_cast<kc::Link*>(be.alloc(DType::kF32, {int64_t{4} * a.capacity}).data);
+  // One buffer: the count (padded to a Link), then the links, so that the count and the first
+  // links come back in one copy (kc::try_fetch_links).
+  static_assert(sizeof(kc::Link) == 4 * sizeof(float));
+  auto* count_and_links = reinterpret_cast<kc::Link*>(be.alloc(DType::kF32, {int64_t{4} * (1 + a.capacity)}).data);
+  a.count = reinterpret_cast<int*>(count_and_links);
+  a.links = count_and_links + 1;
   a.z_out = be.alloc(DType::kF32, {total}).f32();
   kc::link_scores(a, stream);
   const auto copy_back = [&](int64_t n) {  // Z of the first n cells into page-locked host memory: one DMA
@@ -101,14 +105,25 @@ void cuda_link_scores(backends::Backend& be, const std::vector<int64_t>& offsets
               "ops::link_scores copy of the scores");
     return host;
   };
-  if (asked > 0) out.dense = copy_back(asked);  // waited for with the links' count
+  if (asked > 0) out.dense = copy_back(asked);  // waited for below, with the links' count where links are asked
   for (int b = 0; b < B; ++b)
     if (queries[b].dense) out.dense_at[b] = z_at[b];
+  if (std::isinf(threshold) && threshold > 0) {  // no query asks for links: no count to fetch
+    cb.synchronize("ops::link_scores copy of the scores");
+    return;
+  }
+  // The count and up to 1/64 of the cells' links (at least 1024) come back in one copy; more
+  // links than that take a second.
+  kc::FetchStaging staging;
+  staging.links = static_cast<int>(std::min<int64_t>(a.capacity, std::max<int64_t>(1024, total / 64)));
+  staging.host = be.host_scratch(sizeof(kc::Link) * (1 + static_cast<size_t>(staging.links)));
   std::vector<kc::Link> links;
   int count = 0;
-  if (!kc::try_fetch_links(a, stream, links, count)) {
+  const bool fetched = kc::try_fetch_links(a, stream, links, count, staging);
+  cb.mark_synchronized();  // try_fetch_links waited for its copies
+  if (!fetched) {
     out.dense = copy_back(total);
-    kc::check(cudaStreamSynchronize(stream), "ops::link_scores copy of the scores");
+    cb.synchronize("ops::link_scores copy of the scores");
     for (int b = 0; b < B; ++b)
       pick_links(out.dense + z_at[b], b, offsets[b + 1] - offsets[b], queries[b].threshold, out.links);
     return;

@@ -27,9 +27,11 @@ PackedSequences pack_sequences(backends::Backend& be, std::vector<int64_t> offse
     const std::vector<int32_t> offsets32(s.offsets.begin(), s.offsets.end());
     std::vector<int64_t> mask_offsets(B);
     for (size_t b = 0; b < B; ++b) mask_offsets[b] = s.masks[b].data - s.mask_base;
-    s.device_offsets = be.upload(host_ref(offsets32.data(), {static_cast<int64_t>(B + 1)}));
-    s.device_mask_offsets = be.upload(ConstTensorRef(reinterpret_cast<const std::byte*>(mask_offsets.data()),
-                                                     DType::kI64, {static_cast<int64_t>(B)}));
+    const std::vector<ConstTensorRef> uploaded = be.upload_all(  // one copy for both
+        {host_ref(offsets32.data(), {static_cast<int64_t>(B + 1)}),
+         ConstTensorRef(reinterpret_cast<const std::byte*>(mask_offsets.data()), DType::kI64, {static_cast<int64_t>(B)})});
+    s.device_offsets = uploaded[0];
+    s.device_mask_offsets = uploaded[1];
   }
   return s;
 }

@@ -174,6 +174,29 @@ TEST_P(OpsTest, UploadTakesTheBytesAtTheCallAndHostScratchLastsThePass) {
   }
 }
 
+// begin_pass() recycles the host staging: where a copy from it may still be in flight it waits
+// first (CUDA skips that wait after a pass that ended waiting for its results). A 64 MiB upload
+// (milliseconds of DMA) is left in flight; the next pass overwrites the staging at once: the
+// device must still receive the bytes of the upload.
+TEST_P(OpsTest, BeginPassWaitsForCopiesStillInFlight) {
+  if (GetParam() == Device::kCpu) GTEST_SKIP() << "the CPU backend reads `host` itself (no staging)";
+  const int64_t n = int64_t{16} << 20;
+  const std::vector<float> sent = random_vec(static_cast<size_t>(n), 77);
+  for (int round = 0; round < 3; ++round) {
+    be().begin_pass();
+    const ConstTensorRef first = be().upload(host_ref(sent.data(), {n}));
+    be().begin_pass();  // the upload may still run
+    auto* staging = static_cast<float*>(be().host_scratch(static_cast<size_t>(n) * sizeof(float)));
+    std::fill(staging, staging + n, -1.0f);
+    const TensorRef again = be().alloc(DType::kF32, {n});  // the first pass's device memory, reused
+    if (round == 0) continue;  // round 0 sized the workspace and the staging (their blocks may move)
+    ASSERT_EQ(again.data, first.data) << "the workspace did not hand out the same memory again";
+    std::vector<float> got(static_cast<size_t>(n));
+    be().download(again, host_ref(got.data(), {n}));
+    ASSERT_EQ(got, sent) << "round " << round << ": the upload read staging overwritten by the next pass";
+  }
+}
+
 TEST_P(OpsTest, GemmMatchesReferenceLoopForBothLayoutsAndStrides) {
   // Sizes straddle the threading threshold and the 16-column split; leading dims exceed widths.
   for (auto [M, N, K] : {std::tuple{1, 1, 1}, {3, 5, 7}, {37, 130, 64}, {200, 300, 96}}) {

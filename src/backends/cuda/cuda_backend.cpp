@@ -168,11 +168,21 @@ std::string CudaBackend::describe() const {
 
 void CudaBackend::begin_pass() {
   check(cudaSetDevice(index_), "cudaSetDevice");
-  // The previous pass's copies from and into the host staging must be over before it is reused
-  // (a pass normally ends with a download, which waited already).
-  check(cudaStreamSynchronize(stream_), "CudaBackend::begin_pass");
+  // The previous pass's copies from and into the host staging must be over before it is reused;
+  // a pass normally ends with a wait for its results (synchronize()), so there is nothing to wait for.
+  if (!staging_settled_) synchronize("CudaBackend::begin_pass");
   set_programmatic_launch(programmatic_launch_);  // this backend's setting for its pass (common.h: process-wide)
   Backend::begin_pass();
+}
+
+void* CudaBackend::host_scratch(size_t bytes) {
+  staging_settled_ = false;  // the caller may copy into or out of it on the stream
+  return Backend::host_scratch(bytes);
+}
+
+void CudaBackend::synchronize(const char* what) {
+  check(cudaStreamSynchronize(stream_), what);
+  staging_settled_ = true;
 }
 
 void CudaBackend::run_recorded(const std::string& key, const std::function<void()>& body) {
@@ -264,7 +274,7 @@ void CudaBackend::download(ConstTensorRef src, TensorRef host) {
     throw InternalError("CudaBackend::download: " + rexnlu::describe(src) + " into " + rexnlu::describe(host));
   const size_t bytes = static_cast<size_t>(src.numel()) * dtype_size(src.dtype);
   if (bytes) check(cudaMemcpyAsync(host.data, src.data, bytes, cudaMemcpyDeviceToHost, stream_), "CudaBackend::download");
-  check(cudaStreamSynchronize(stream_), "CudaBackend::download");
+  synchronize("CudaBackend::download");
 }
 
 Linear CudaBackend::make_linear(ConstTensorRef weight, ConstTensorRef bias) {
@@ -294,7 +304,7 @@ Tensor CudaBackend::copy_as(ConstTensorRef host, DType type) {
   std::shared_ptr<void> storage = allocate_persistent(static_cast<size_t>(host.numel()) * dtype_size(type));
   r.data = static_cast<std::byte*>(storage.get());
   convert(DType::kF32, f32.ref().data, type, r.data, static_cast<size_t>(host.numel()), stream_);
-  check(cudaStreamSynchronize(stream_), "CudaBackend::copy_as");
+  synchronize("CudaBackend::copy_as");
   return Tensor(std::move(storage), r);
 }
 
@@ -341,7 +351,7 @@ void CudaBackend::copy_from_host(const void* host, void* device, size_t bytes) {
   // often the bytes of the previous weight freed at the same address (issue 13's fp16/bf16 defect).
   if (bytes == 0) return;
   check(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, stream_), "CudaBackend::copy_from_host");
-  check(cudaStreamSynchronize(stream_), "CudaBackend::copy_from_host");
+  synchronize("CudaBackend::copy_from_host");
 }
 
 }  // namespace rexnlu::backends::cuda

@@ -2,6 +2,7 @@
 // so that only the links decoding reads are copied back.
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -181,16 +182,32 @@ void link_scores(const LinkScoresArgs& a, cudaStream_t stream) {
   else launch<16, 16>(a, vec, stream);
 }
 
-bool try_fetch_links(const LinkScoresArgs& a, cudaStream_t stream, std::vector<Link>& links, int& count) {
+bool try_fetch_links(const LinkScoresArgs& a, cudaStream_t stream, std::vector<Link>& links, int& count,
+                     const FetchStaging& staging) {
   count = 0;
-  check(cudaMemcpyAsync(&count, a.count, sizeof count, cudaMemcpyDeviceToHost, stream), "cuda::fetch_links count");
-  check(cudaStreamSynchronize(stream), "cuda::fetch_links");
+  // With the count stored just before the links and page-locked staging for it and a prefix of
+  // them: one copy and one wait where no more links than that prefix were found.
+  const bool one_copy = staging.host != nullptr && a.links == reinterpret_cast<const Link*>(a.count) + 1;
+  const int prefix = one_copy ? std::min(staging.links, a.capacity) : 0;
+  if (one_copy) {
+    check(cudaMemcpyAsync(staging.host, a.count, sizeof(Link) * (1 + static_cast<size_t>(prefix)), cudaMemcpyDeviceToHost,
+                          stream),
+          "cuda::fetch_links count and links");
+    check(cudaStreamSynchronize(stream), "cuda::fetch_links");
+    std::memcpy(&count, staging.host, sizeof count);
+  } else {
+    check(cudaMemcpyAsync(&count, a.count, sizeof count, cudaMemcpyDeviceToHost, stream), "cuda::fetch_links count");
+    check(cudaStreamSynchronize(stream), "cuda::fetch_links");
+  }
   if (count > a.capacity) return false;
   links.resize(static_cast<size_t>(count));
-  if (count > 0)
+  if (count <= prefix) {
+    if (count > 0) std::memcpy(links.data(), static_cast<const Link*>(staging.host) + 1, sizeof(Link) * links.size());
+  } else if (count > 0) {
     check(cudaMemcpyAsync(links.data(), a.links, sizeof(Link) * links.size(), cudaMemcpyDeviceToHost, stream),
           "cuda::fetch_links copy");
-  check(cudaStreamSynchronize(stream), "cuda::fetch_links");
+    check(cudaStreamSynchronize(stream), "cuda::fetch_links");
+  }
   sort_links(links, a.batch.max_length);
   return true;
 }

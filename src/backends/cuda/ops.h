@@ -147,8 +147,17 @@ void link_scores(const LinkScoresArgs& args, cudaStream_t stream);
 // more than args.capacity were found (the caller retries with a larger buffer).
 std::vector<Link> fetch_links(const LinkScoresArgs& args, cudaStream_t stream);
 // The same without the throw: false (links untouched) when more than args.capacity were found;
-// `count` receives the total either way (a rerun with that capacity finds them all).
-bool try_fetch_links(const LinkScoresArgs& args, cudaStream_t stream, std::vector<Link>& links, int& count);
+// `count` receives the total either way (a rerun with that capacity finds them all). Where
+// args.links starts one Link after args.count (one device buffer: the count padded to a Link,
+// then the links) and `staging` names page-locked host memory for the count and `staging.links`
+// links, the count and that many links come back in one copy and one wait (a second copy only
+// when more were found); else the count is copied first, then the links.
+struct FetchStaging {
+  void* host = nullptr;  // page-locked, at least (1 + links) * sizeof(Link) bytes
+  int links = 0;
+};
+bool try_fetch_links(const LinkScoresArgs& args, cudaStream_t stream, std::vector<Link>& links, int& count,
+                     const FetchStaging& staging = {});
 // Sorts links by sequence, row, col (every row and col < max_length): a radix sort on the position,
 // as std::sort with a comparator took 1.5 ms for 20k links (session 11: L512 b8 at a low threshold).
 void sort_links(std::vector<Link>& links, int max_length);
