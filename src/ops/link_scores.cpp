@@ -21,9 +21,12 @@ namespace {
 
 constexpr const char* kOp = "link_scores";
 
+// A threshold of +inf asks for no links (no score is above it).
+bool asks_no_links(float threshold) { return std::isinf(threshold) && threshold > 0; }
+
 // Appends the links of sequence b's scores z (L x L) above `threshold`, by row then column.
 void pick_links(const float* z, int b, int64_t L, float threshold, std::vector<ScoreLink>& links) {
-  if (std::isinf(threshold) && threshold > 0) return;
+  if (asks_no_links(threshold)) return;
   for (int64_t i = 0; i < L; ++i)
     for (int64_t j = 0; j < L; ++j)
       if (const float v = z[i * L + j]; v > threshold)
@@ -108,7 +111,7 @@ void cuda_link_scores(backends::Backend& be, const std::vector<int64_t>& offsets
   if (asked > 0) out.dense = copy_back(asked);  // waited for below, with the links' count where links are asked
   for (int b = 0; b < B; ++b)
     if (queries[b].dense) out.dense_at[b] = z_at[b];
-  if (std::isinf(threshold) && threshold > 0) {  // no query asks for links: no count to fetch
+  if (asks_no_links(threshold)) {  // the lowest threshold: no query asks for links, no count to fetch
     cb.synchronize("ops::link_scores copy of the scores");
     return;
   }
