@@ -59,6 +59,9 @@ class Backend {
   // work (sizes; the inputs' device addresses follow from them when the pass allocates in the
   // same order). CPU: calls body.
   virtual void run_recorded(const std::string& key, const std::function<void()>& body);
+  // Whether run_recorded may replay recordings (CUDA with graphs on): callers then gain from
+  // passes of fewer distinct shapes (RexUniNluModel pads single sequences; models/rex).
+  virtual bool replays_recordings() const { return false; }
 
   // ---- moving data between the host and the device
   // `host` as the ops can read it: `host` itself on the CPU, a scratch copy on a device.

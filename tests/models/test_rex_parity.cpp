@@ -15,6 +15,7 @@
 #include "backends/backend.h"
 #include "models/rex/rex_config.h"
 #include "io/safetensors.h"
+#include "models/rex/packed_batch.h"
 #include "models/rex/rex_family.h"
 #include "models/rex/rex_uninlu_model.h"
 #include "rexnlu/error.h"
@@ -276,6 +277,97 @@ TEST(RexCuda16, ProgrammaticDependentLaunchGivesTheSameBits) {
     std::printf("[tiny %s] PDL on vs off: %zu sequences, 3 passes compared bit for bit (%s)\n", name.c_str(),
                 cases.size(), sm90 ? "PDL active" : "PDL ignored below sm_90");
   }
+}
+
+// The tiny model loaded with REXNLU_PAD_TO=value (the variable unset again afterwards).
+std::unique_ptr<RexUniNluModel> tiny_model_padded_to(const char* value) {
+  const rex::ModelConfig config = rex::load_model_config(kModelDir / "config.json");
+  const io::TensorStore weights = io::load_safetensors(kModelDir / "model.safetensors");
+  setenv("REXNLU_PAD_TO", value, 1);
+  struct Unset {
+    ~Unset() { unsetenv("REXNLU_PAD_TO"); }
+  } unset;
+  return std::make_unique<RexUniNluModel>(config, weights, kTinyRows, rexnlu::testing::test_load_options());
+}
+
+TEST(RexParity, PaddedBatchCutsPaddingOffFromTheTokens) {
+  SequenceInput a, b;
+  a.ids = {5, 6, 7};
+  a.position_ids = {0, 1, 2};
+  a.mask = {1, 1, 0, 1, 1, 1, 0, 1, 1};
+  b.ids = {8, 9, 10, 11};
+  b.position_ids = {0, 1, 1, 2};
+  b.mask.assign(16, 1);
+  const std::vector<SequenceInput> batch = {a, b};  // outlives packed (its masks are referenced)
+  const PackedBatch packed = PackedBatch::pack(batch, 100);
+  const PackedBatch p = PackedBatch::padded(packed, 4);
+  EXPECT_EQ(p.offsets, (std::vector<int64_t>{0, 4, 8}));  // 3 -> 4 tokens, 4 stays 4
+  EXPECT_EQ(p.ids, (std::vector<int32_t>{5, 6, 7, 0, 8, 9, 10, 11}));
+  EXPECT_EQ(p.position_ids, (std::vector<int32_t>{0, 1, 2, 3, 0, 1, 1, 2}));
+  EXPECT_EQ(p.real, (std::vector<uint8_t>{1, 1, 1, 0, 1, 1, 1, 1}));
+  ASSERT_EQ(p.num_sequences(), 2);
+  // Tokens keep their mask among themselves and do not see padding; padding sees padding only.
+  const std::vector<uint8_t> want_a = {1, 1, 0, 0, 1, 1, 1, 0, 0, 1, 1, 0, 0, 0, 0, 1};
+  EXPECT_EQ(std::vector<uint8_t>(p.masks[0], p.masks[0] + 16), want_a);
+  EXPECT_EQ(std::vector<uint8_t>(p.masks[1], p.masks[1] + 16), b.mask);
+  EXPECT_THROW(PackedBatch::padded(packed, 0), Error);
+}
+
+// One sequence runs padded to a multiple of REXNLU_PAD_TO tokens (by default where the backend
+// replays recordings: a GPU with CUDA graphs then serves every length of a bucket with one
+// recording). Its answers must be those of the unpadded pass: every case alone, three rounds (on a
+// GPU the padded model runs each bucket eagerly, then records, then replays a recording made for
+// another length of the bucket), near the unpadded answers with the same link decisions, and near
+// the original's. On the CPU (no recordings) this checks the padding itself.
+TEST(RexParity, PaddedSingleSequencesGiveTheUnpaddedAnswers) {
+  const auto cases = load_cases();
+  const auto plain = tiny_model_padded_to("0");
+  const auto scaled_difference = [](const std::vector<float>& got, const std::vector<float>& want) {
+    double worst = 0;
+    for (size_t i = 0; i < want.size(); ++i)
+      worst = std::max(worst, std::abs(double(got[i]) - want[i]) / std::max(1.0, std::abs(double(want[i]))));
+    return worst;
+  };
+  for (const char* multiple : {"32", "7"}) {
+    const auto padded = tiny_model_padded_to(multiple);
+    double worst_h = 0, worst_z = 0;
+    size_t padded_cases = 0;
+    for (int round = 0; round < 3; ++round)
+      for (const auto& c : cases) {
+        const auto want = plain->forward_with_hidden({c.input});
+        const auto got = padded->forward_with_hidden({c.input});
+        padded_cases += round == 0 && c.input.ids.size() % std::stoul(multiple) != 0;
+        ASSERT_EQ(got.logits.at(0).size(), want.logits.at(0).size()) << c.id;
+        ASSERT_EQ(got.hidden.at(0).size(), want.hidden.at(0).size()) << c.id;
+        worst_z = std::max(worst_z, scaled_difference(got.logits[0], want.logits[0]));
+        worst_h = std::max(worst_h, scaled_difference(got.hidden[0], want.hidden[0]));
+        for (size_t k = 0; k < want.logits[0].size(); ++k)
+          if (std::abs(want.logits[0][k]) > 1e-3f) {
+            ASSERT_EQ(got.logits[0][k] > 0, want.logits[0][k] > 0)
+                << c.id << " padded to " << multiple << ", round " << round << ", logit " << k;
+          }
+        EXPECT_LE(scaled_error(got.logits[0], c.logits), kTolerance) << c.id << " padded to " << multiple;
+        EXPECT_LE(scaled_error(got.hidden[0], c.hidden), kTolerance) << c.id << " padded to " << multiple;
+      }
+    std::printf("padded to %s (%zu of %zu cases padded) vs unpadded, 3 rounds: max scaled difference hidden %.3g, "
+                "logits %.3g\n", multiple, padded_cases, cases.size(), worst_h, worst_z);
+    EXPECT_GT(padded_cases, cases.size() / 2);
+    EXPECT_LE(worst_h, 5e-5) << "padded to " << multiple;
+    EXPECT_LE(worst_z, 5e-5) << "padded to " << multiple;
+  }
+}
+
+TEST(RexParity, PaddingSwitchRefusesOtherValues) {
+  for (const char* bad : {"abc", "-1", "513", "32x", "99999999999999999999"}) {
+    try {
+      tiny_model_padded_to(bad);
+      ADD_FAILURE() << "REXNLU_PAD_TO=" << bad << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("REXNLU_PAD_TO=") + bad + ": expected"), std::string::npos)
+          << e.what();
+    }
+  }
+  EXPECT_EQ(std::getenv("REXNLU_PAD_TO"), nullptr);
 }
 
 TEST(RexParity, RejectsMalformedInputWithAMessage) {

@@ -52,6 +52,7 @@ class CudaBackend final : public Backend {
   // is captured into a graph and launched, later ones launch the graph while the workspace
   // keeps its blocks (Workspace::generation). REXNLU_CUDA_GRAPHS=0 turns this off.
   void run_recorded(const std::string& key, const std::function<void()>& body) override;
+  bool replays_recordings() const override { return graphs_enabled_; }
   size_t recorded_graphs() const { return graphs_.size(); }
   ConstTensorRef upload(ConstTensorRef host) override;
   std::vector<ConstTensorRef> upload_all(const std::vector<ConstTensorRef>& hosts) override;

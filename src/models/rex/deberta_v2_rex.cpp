@@ -58,17 +58,23 @@ ConstTensorRef DebertaV2RexEncoder::forward(backends::Backend& be, const PackedB
   const std::vector<uint8_t> keep_host = input_mask(batch);  // upload_all() may refer to it (CPU)
   std::vector<ConstTensorRef> inputs = {host_ref(batch.ids.data(), {T}), host_ref(batch.position_ids.data(), {T}),
                                         host_ref(keep_host.data(), {T})};
-  std::string key = "rex";
+  // Padding tokens (PackedBatch::padded) get zero embeddings: `real` goes up last, and names
+  // another recording than an unpadded batch of the same lengths.
+  const bool padded = !batch.real.empty();
+  std::string key = padded ? "rex padded" : "rex";
   for (int b = 0; b < batch.num_sequences(); ++b) {
     const int64_t L = batch.length(b);
     inputs.push_back(host_ref(batch.masks[b], {L, L}));
     key += ' ';
     key += std::to_string(L);
   }
+  if (padded) inputs.push_back(host_ref(batch.real.data(), {T}));
   const std::vector<ConstTensorRef> uploaded = be.upload_all(inputs);
   const ConstTensorRef &ids = uploaded[0], &positions = uploaded[1], &keep = uploaded[2];
+  const auto masks_end = uploaded.end() - (padded ? 1 : 0);
+  const ConstTensorRef real = padded ? uploaded.back() : ConstTensorRef{};
   const ops::PackedSequences seqs =
-      ops::pack_sequences(be, batch.offsets, std::vector<ConstTensorRef>(uploaded.begin() + 3, uploaded.end()));
+      ops::pack_sequences(be, batch.offsets, std::vector<ConstTensorRef>(uploaded.begin() + 3, masks_end));
   // The activations from the embeddings' layer norm on are of the backend's activation type (h's).
   // emb is layer 0's input and the conv's: layer 0 writes h (there are layers: config_reader.h).
   const TensorRef emb = be.alloc(h.dtype, {T, H});
@@ -76,8 +82,8 @@ ConstTensorRef DebertaV2RexEncoder::forward(backends::Backend& be, const PackedB
   be.run_recorded(key, [&] {
     // Embeddings: LayerNorm of the word embeddings' rows of the ids (F32, gathered by the layer
     // norm itself). No position or token-type embeddings, and the Rex variant multiplies by a mask
-    // of ones (a no-op).
-    ops::layer_norm(be, word_embeddings_, {}, emb_ln_, emb, {.x_rows = ids});
+    // of ones (a no-op); padding's rows are zeros.
+    ops::layer_norm(be, word_embeddings_, {}, emb_ln_, emb, {.x_rows = ids, .keep = real});
     for (size_t l = 0; l < layers_.size(); ++l) {
       // The caller gave up (deadline, drain): checked between layers when the pass runs here
       // (not inside a replayed recording, which runs all layers at once).

@@ -1,5 +1,6 @@
 #include "models/rex/packed_batch.h"
 
+#include <algorithm>
 #include <string>
 
 #include "rexnlu/error.h"
@@ -39,6 +40,33 @@ PackedBatch PackedBatch::pack(const std::vector<SequenceInput>& batch, int vocab
     p.masks.push_back(s.mask.data());
     p.offsets.push_back(p.offsets.back() + static_cast<int64_t>(L));
   }
+  return p;
+}
+
+PackedBatch PackedBatch::padded(const PackedBatch& batch, int multiple) {
+  if (multiple < 1) throw InternalError("PackedBatch::padded: multiple " + std::to_string(multiple));
+  PackedBatch p;
+  p.offsets.push_back(0);
+  for (int b = 0; b < batch.num_sequences(); ++b) {
+    const int L = batch.length(b);
+    const int padded = (L + multiple - 1) / multiple * multiple;
+    const auto from = batch.offsets[b], to = batch.offsets[b + 1];
+    p.ids.insert(p.ids.end(), batch.ids.begin() + from, batch.ids.begin() + to);
+    p.ids.resize(p.ids.size() + static_cast<size_t>(padded - L), 0);
+    p.position_ids.insert(p.position_ids.end(), batch.position_ids.begin() + from, batch.position_ids.begin() + to);
+    for (int k = 0; k < padded - L; ++k) p.position_ids.push_back(batch.position_ids[to - 1] + 1 + k);
+    p.real.resize(p.real.size() + static_cast<size_t>(L), 1);
+    p.real.resize(p.real.size() + static_cast<size_t>(padded - L), 0);
+    std::vector<uint8_t>& m = p.owned_masks.emplace_back(static_cast<size_t>(padded) * padded, uint8_t{0});
+    const uint8_t* src = batch.masks[b];
+    for (int i = 0; i < L; ++i) std::copy(src + static_cast<size_t>(i) * L, src + static_cast<size_t>(i + 1) * L,
+                                          m.begin() + static_cast<ptrdiff_t>(i) * padded);
+    for (int i = L; i < padded; ++i)
+      std::fill(m.begin() + static_cast<ptrdiff_t>(i) * padded + L, m.begin() + static_cast<ptrdiff_t>(i + 1) * padded,
+                uint8_t{1});
+    p.offsets.push_back(p.offsets.back() + padded);
+  }
+  for (const std::vector<uint8_t>& m : p.owned_masks) p.masks.push_back(m.data());
   return p;
 }
 

@@ -1,10 +1,28 @@
 #include "models/rex/rex_uninlu_model.h"
 
+#include <cerrno>
+#include <cstdlib>
+#include <string>
+
 #include "io/checkpoint.h"
 #include "models/rex/rex_config.h"
 #include "ops/tensor_ops.h"
+#include "rexnlu/error.h"
 
 namespace rexnlu::models {
+
+int pad_single_sequences_to(const backends::Backend& be) {
+  const char* v = std::getenv("REXNLU_PAD_TO");
+  if (v == nullptr || *v == 0) return be.replays_recordings() ? kReplayPadding : 0;
+  char* end = nullptr;
+  errno = 0;
+  const long n = std::strtol(v, &end, 10);
+  if (errno != 0 || *end != 0 || n < 0 || n > kMaxPadding)
+    throw InputError(std::string("REXNLU_PAD_TO=") + v + ": expected a whole number of tokens from 0 (no padding) to " +
+                     std::to_string(kMaxPadding) + "; unset: " + std::to_string(kReplayPadding) +
+                     " on a backend that replays recorded passes (CUDA with graphs), else 0");
+  return static_cast<int>(n);
+}
 
 RexUniNluModel::RexUniNluModel(const rex::ModelConfig& config, const io::TensorStore& weights, int64_t embedding_rows,
                                const LoadOptions& options)
@@ -15,6 +33,7 @@ RexUniNluModel::RexUniNluModel(const rex::ModelConfig& config, const io::TensorS
   unused_tensors_ = loader.finish();
   weight_warnings_ = io::check_tensor_values(weights, loader.declared());
   summary_ = loader.summary();
+  pad_to_ = pad_single_sequences_to(*backend_);
 }
 
 std::vector<io::TensorSpec> RexUniNluModel::declared_tensors(const rex::ModelConfig& config, int64_t embedding_rows) {
@@ -78,11 +97,17 @@ void RexUniNluModel::run(const std::vector<SequenceInput>& batch, bool dense, st
   ++forward_calls_;
   if (batch.empty()) return;
   const PackedBatch packed = PackedBatch::pack(batch, encoder_->vocab_rows());
+  // One sequence runs padded to a multiple of pad_to_ tokens (a GPU then replays one recording
+  // for every length of that bucket); its tokens are the padded pass's first rows.
+  const bool pad = pad_to_ > 0 && packed.num_sequences() == 1 && packed.rows() % pad_to_ != 0;
+  const PackedBatch padded = pad ? PackedBatch::padded(packed, pad_to_) : PackedBatch{};
+  const PackedBatch& encoded = pad ? padded : packed;
   backends::Backend& be = *backend_;
   be.begin_pass();
   const int64_t H = encoder_->hidden_size();
-  const TensorRef h = be.alloc(be.activation_type(), {packed.rows(), H});
-  const ConstTensorRef positions = encoder_->forward(be, packed, h);
+  const TensorRef h_encoded = be.alloc(be.activation_type(), {encoded.rows(), H});
+  const ConstTensorRef positions = encoder_->forward(be, encoded, h_encoded).slice(0, packed.rows());
+  const TensorRef h = h_encoded.slice(0, packed.rows());
   std::vector<LinkQuery> queries(batch.size());  // default: the dense Z alone
   if (!dense)
     for (size_t b = 0; b < batch.size(); ++b) queries[b] = batch[b].query;

@@ -20,6 +20,15 @@
 
 namespace rexnlu::models {
 
+// Tokens a pass of ONE sequence is padded to a multiple of (PackedBatch::padded; the results are
+// those of the unpadded pass): REXNLU_PAD_TO (0 = never, up to kMaxPadding), unset: kReplayPadding
+// where the backend replays recorded passes (a GPU with CUDA graphs: a recording then serves every
+// length of a bucket, where each length would otherwise run its first two passes unrecorded), 0
+// elsewhere. Throws InputError naming the variable on any other value.
+inline constexpr int kReplayPadding = 32;
+inline constexpr int kMaxPadding = 512;
+int pad_single_sequences_to(const backends::Backend& be);
+
 class RexUniNluModel final : public LinkModel {
  public:
   // Directories load through the registry (models/registry.h -> rex_family.cpp).
@@ -68,6 +77,7 @@ class RexUniNluModel final : public LinkModel {
   WeightLoader::Summary summary_;
   mutable std::mutex mutex_;
   int64_t forward_calls_ = 0;
+  int pad_to_ = 0;  // pad_single_sequences_to()
 };
 
 }  // namespace rexnlu::models
