@@ -107,7 +107,7 @@ void disentangled_attention(backends::Backend& be, const DisentangledAttention& 
       const backends::cuda::DeviceBatch one = cb.one_sequence(to_int(L), a.position_ids.i32(), a.mask.u8());
       const backends::cuda::AttentionArgs args = cuda_args(a, one, cb, be.workspace());
       backends::cuda::disentangled_attention(args, cb.stream());
-      if (cuda_verify::enabled()) cuda_verify::attention(args, cb.stream());
+      if (cb.verifies_ops()) cuda_verify::attention(args, cb.stream());
       return;
     }
 #endif
@@ -129,7 +129,7 @@ void disentangled_attention(backends::Backend& be, const DisentangledAttention& 
     const Workspace::Frame frame(be.workspace());  // the key split's scratch (cuda_args)
     const backends::cuda::AttentionArgs args = cuda_args(a, device_batch(seqs, a.position_ids.i32()), cb, be.workspace());
     backends::cuda::disentangled_attention(args, cb.stream());
-    if (cuda_verify::enabled()) cuda_verify::attention(args, cb.stream());
+    if (cb.verifies_ops()) cuda_verify::attention(args, cb.stream());
     return;
   }
 #endif

@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -73,14 +72,6 @@ struct Worst {
 };
 
 }  // namespace
-
-bool enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("REXNLU_CUDA_VERIFY");
-    return v != nullptr && std::strcmp(v, "1") == 0;
-  }();
-  return on;
-}
 
 void linear(const backends::cuda::GemmArgs& g, cudaStream_t stream) {
   static long calls = 0;

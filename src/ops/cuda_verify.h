@@ -22,7 +22,7 @@
 
 namespace rexnlu::ops::cuda_verify {
 
-bool enabled();  // REXNLU_CUDA_VERIFY=1, read once
+// Called by the ops where CudaBackend::verifies_ops() (REXNLU_CUDA_VERIFY=1).
 // After args's product was enqueued on `stream` (row-major C = A · B^T + bias, trans_b only; then
 // the tanh-form GELU where args.gelu_tanh, against which the tolerance allows 1e-3 more).
 void linear(const backends::cuda::GemmArgs& args, cudaStream_t stream);

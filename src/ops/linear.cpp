@@ -132,7 +132,7 @@ void linear(backends::Backend& be, ConstTensorRef x, const Linear& w, TensorRef 
       // (CudaBackend::gelu_epilogue); F32 y: the exact GELU after the product, below.
       g.gelu_tanh = act == Activation::kGeluErf && y.dtype != DType::kF32 && cb.gelu_epilogue();
       cb.gemm(g);
-      if (ops::cuda_verify::enabled()) ops::cuda_verify::linear(g, cb.stream());
+      if (cb.verifies_ops()) ops::cuda_verify::linear(g, cb.stream());
       if (g.gelu_tanh) return;  // activation fused
       break;
     }

@@ -370,6 +370,23 @@ TEST(RexParity, PaddingSwitchRefusesOtherValues) {
   EXPECT_EQ(std::getenv("REXNLU_PAD_TO"), nullptr);
 }
 
+// A device model runs one uncounted pass at load (its kernels loaded before the first request);
+// the CPU none.
+TEST(RexParity, DeviceModelsWarmUpAtLoad) {
+  const rex::ModelConfig config = rex::load_model_config(kModelDir / "config.json");
+  const io::TensorStore weights = io::load_safetensors(kModelDir / "model.safetensors");
+  const RexUniNluModel cpu(config, weights, kTinyRows);
+  EXPECT_EQ(cpu.forward_calls(), 0);
+  EXPECT_EQ(cpu.workspace_bytes(), 0u) << "the CPU ran a pass at load";
+  if (!has_gpu()) GTEST_SKIP() << "no usable GPU";
+  RexUniNluModel gpu(config, weights, kTinyRows, LoadOptions{Device::kCuda, Precision::kFloat16, 0});
+  EXPECT_EQ(gpu.forward_calls(), 0);
+  EXPECT_GT(gpu.workspace_bytes(), 0u) << "no pass at load";
+  const auto cases = load_cases();
+  EXPECT_LE(scaled_error(gpu.forward({cases[0].input})[0], cases[0].logits), 0.2);
+  EXPECT_EQ(gpu.forward_calls(), 1);
+}
+
 TEST(RexParity, RejectsMalformedInputWithAMessage) {
   auto& model = tiny_model();
   SequenceInput s;

@@ -107,7 +107,8 @@ CudaBackend::CudaBackend(int device_index, Precision precision)
   const std::string verify = env_choice("REXNLU_CUDA_VERIFY", "0", "1",
                                         "expected 0 (the default) or 1 (debugging: every linear layer and attention call "
                                         "checked against the host, ops/cuda_verify.h)");
-  graphs_enabled_ = graphs != "0" && verify != "1";
+  verify_ops_ = verify == "1";
+  graphs_enabled_ = graphs != "0" && !verify_ops_;
   // 16-bit activations at fp16/bf16 unless REXNLU_CUDA_16BIT_ACTIVATIONS=0 (cuda_backend.h).
   fp32_activations_ = env_choice("REXNLU_CUDA_16BIT_ACTIVATIONS", "0", "1",
                                  "expected 1 (activations stored in the 16-bit type at fp16 / bf16, the default) or 0 "

@@ -82,6 +82,9 @@ class CudaBackend final : public Backend {
   // 1-3 % faster on the H200, docs/benchmarks.md session 12); another value throws from the constructor. Set process-wide
   // (set_programmatic_launch) at construction and at every begin_pass().
   bool programmatic_launch() const { return programmatic_launch_; }
+  // REXNLU_CUDA_VERIFY=1 when this backend was made: the ops check each linear layer and attention
+  // call against the host (ops/cuda_verify.h), and nothing is recorded.
+  bool verifies_ops() const { return verify_ops_; }
   // Whether ops::linear's GELU (Activation::kGeluErf: the encoder's FFN up) runs in the product's
   // cuBLASLt epilogue, in its tanh form (gemm.h), for 16-bit outputs: the default at fp16 with
   // 16-bit activations. It differs from the exact erf GELU by at most 4.7e-4 (|x| ~ 2.7), about
@@ -111,6 +114,7 @@ class CudaBackend final : public Backend {
   std::map<std::string, std::unique_ptr<Graph>> graphs_;
   std::map<std::string, int> passes_seen_;
   bool graphs_enabled_ = true;
+  bool verify_ops_ = false;
   bool staging_settled_ = true;  // no copy into or out of host_scratch() in flight since the last wait
   bool fp32_activations_ = false;  // true with REXNLU_CUDA_16BIT_ACTIVATIONS=0
   int attention_tensor_cores_ = -1;

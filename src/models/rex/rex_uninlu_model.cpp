@@ -34,6 +34,25 @@ RexUniNluModel::RexUniNluModel(const rex::ModelConfig& config, const io::TensorS
   weight_warnings_ = io::check_tensor_values(weights, loader.declared());
   summary_ = loader.summary();
   pad_to_ = pad_single_sequences_to(*backend_);
+  if (backend_->device() != Device::kCpu) {
+    // One pass of a one-token sequence at load, links asked as extraction asks them: the device
+    // loads the forward's kernels now (CUDA loads each at its first launch: the first request
+    // took ~70 ms instead of ~9 on the H200, docs/benchmarks.md session 17), and a device that
+    // cannot run them fails the load, not a request. Out of memory here (a workspace limit too
+    // small for any pass) is left to the requests to report, as it was.
+    SequenceInput one;
+    one.ids = {0};
+    one.position_ids = {0};
+    one.mask = {1};
+    one.query = {0.0f, false};
+    std::vector<SequenceLinks> links;
+    try {
+      run({one}, false, links, nullptr);
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::kOutOfMemory) throw;
+    }
+    forward_calls_ = 0;
+  }
 }
 
 std::vector<io::TensorSpec> RexUniNluModel::declared_tensors(const rex::ModelConfig& config, int64_t embedding_rows) {
