@@ -78,12 +78,16 @@ std::vector<SequenceInput> inputs_of(const std::vector<ForwardCase>& cases) {
   return batch;
 }
 
-// Largest |got - want| / max(1, |want|) over the arrays; the parity criterion is <= 1e-4.
-double scaled_error(const std::vector<float>& got, const std::vector<double>& want) {
+// Largest |got - want| / max(1, |want|) over the arrays; the parity criterion is <= 1e-4. `want`:
+// the original's (double) or another of our passes (float).
+template <typename Want>
+double scaled_error(const std::vector<float>& got, const std::vector<Want>& want) {
   EXPECT_EQ(got.size(), want.size());
   double worst = 0;
-  for (size_t i = 0; i < std::min(got.size(), want.size()); ++i)
-    worst = std::max(worst, std::abs(got[i] - want[i]) / std::max(1.0, std::abs(want[i])));
+  for (size_t i = 0; i < std::min(got.size(), want.size()); ++i) {
+    const double w = want[i];
+    worst = std::max(worst, std::abs(got[i] - w) / std::max(1.0, std::abs(w)));
+  }
   return worst;
 }
 
@@ -322,12 +326,6 @@ TEST(RexParity, PaddedBatchCutsPaddingOffFromTheTokens) {
 TEST(RexParity, PaddedSingleSequencesGiveTheUnpaddedAnswers) {
   const auto cases = load_cases();
   const auto plain = tiny_model_padded_to("0");
-  const auto scaled_difference = [](const std::vector<float>& got, const std::vector<float>& want) {
-    double worst = 0;
-    for (size_t i = 0; i < want.size(); ++i)
-      worst = std::max(worst, std::abs(double(got[i]) - want[i]) / std::max(1.0, std::abs(double(want[i]))));
-    return worst;
-  };
   for (const char* multiple : {"32", "7"}) {
     const auto padded = tiny_model_padded_to(multiple);
     double worst_h = 0, worst_z = 0;
@@ -339,8 +337,8 @@ TEST(RexParity, PaddedSingleSequencesGiveTheUnpaddedAnswers) {
         padded_cases += round == 0 && c.input.ids.size() % std::stoul(multiple) != 0;
         ASSERT_EQ(got.logits.at(0).size(), want.logits.at(0).size()) << c.id;
         ASSERT_EQ(got.hidden.at(0).size(), want.hidden.at(0).size()) << c.id;
-        worst_z = std::max(worst_z, scaled_difference(got.logits[0], want.logits[0]));
-        worst_h = std::max(worst_h, scaled_difference(got.hidden[0], want.hidden[0]));
+        worst_z = std::max(worst_z, scaled_error(got.logits[0], want.logits[0]));
+        worst_h = std::max(worst_h, scaled_error(got.hidden[0], want.hidden[0]));
         for (size_t k = 0; k < want.logits[0].size(); ++k)
           if (std::abs(want.logits[0][k]) > 1e-3f) {
             ASSERT_EQ(got.logits[0][k] > 0, want.logits[0][k] > 0)
