@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 
 #include "models/registry.h"
@@ -118,6 +119,42 @@ TEST(SiameseForward, BadInputsAreRefusedByName) {
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("max_position_embeddings"), std::string::npos) << e.what();
+  }
+}
+
+// The layer stacks run as recordings a GPU replays (BertLayerStack::forward). Calls of the same
+// shapes must give the same bits as a model that records nothing (REXNLU_CUDA_GRAPHS=0), also when
+// an earlier stage of the pass moved the joint stack's buffers: batch B's pairs have the lengths
+// of batch A's, but its two pairs share one hint, so the lower layers run one hint instead of two
+// and the pass allocates less before the joint layers. On the CPU (no recordings) this checks
+// determinism.
+TEST(SiameseForward, RepeatedShapesGiveThePlainPassesBits) {
+  Loaded recorded = load();
+  setenv("REXNLU_CUDA_GRAPHS", "0", 1);
+  Loaded plain = load();
+  unsetenv("REXNLU_CUDA_GRAPHS");
+  const auto ids = forward_cases()[0]["text_ids"].get<std::vector<int32_t>>();
+  const auto pair = [&](Loaded& l, std::vector<int32_t> hint) {
+    models::PointerInput in;
+    in.text = std::make_shared<const models::TextStates>(l.model().encode_texts({ids})[0]);
+    in.text_length = static_cast<int32_t>(ids.size());
+    in.hint_ids = std::move(hint);
+    in.hint_first_position = in.text_length;
+    return in;
+  };
+  const std::vector<int32_t> hx = {2, 5, 6, 3}, hy = {2, 7, 8, 3};
+  const auto batch_a = [&](Loaded& l) { return std::vector<models::PointerInput>{pair(l, hx), pair(l, hy)}; };
+  const auto batch_b = [&](Loaded& l) { return std::vector<models::PointerInput>{pair(l, hx), pair(l, hx)}; };
+  const std::string order = "AAABBBAB";  // plain, recorded, replayed; then B's the same; then again
+  for (size_t n = 0; n < order.size(); ++n) {
+    const bool a = order[n] == 'A';
+    const auto want = plain.model().forward(a ? batch_a(plain) : batch_b(plain));
+    const auto got = recorded.model().forward(a ? batch_a(recorded) : batch_b(recorded));
+    ASSERT_EQ(got.size(), 2u);
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_EQ(got[i].head, want[i].head) << "call " << n << " (" << order[n] << "), pair " << i;
+      EXPECT_EQ(got[i].tail, want[i].tail) << "call " << n << " (" << order[n] << "), pair " << i;
+    }
   }
 }
 

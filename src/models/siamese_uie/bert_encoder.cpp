@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <string>
 
 #include "models/link_model.h"
 #include "ops/activations.h"
@@ -44,7 +46,7 @@ void BertEmbeddings::forward(backends::Backend& be, const std::vector<int32_t>& 
 }
 
 BertLayerStack::BertLayerStack(const SiameseConfig& c, WeightLoader& w, const std::string& prefix, int count)
-    : hidden_(c.hidden_size), heads_(c.num_attention_heads), intermediate_(c.intermediate_size) {
+    : prefix_(prefix), hidden_(c.hidden_size), heads_(c.num_attention_heads), intermediate_(c.intermediate_size) {
   scale_ = std::sqrt(static_cast<float>(c.head_dim()));
   const int64_t H = hidden_, I = intermediate_;
   const float eps = c.layer_norm_eps;
@@ -57,40 +59,64 @@ BertLayerStack::BertLayerStack(const SiameseConfig& c, WeightLoader& w, const st
 }
 
 void BertLayerStack::forward(backends::Backend& be, const std::vector<int64_t>& offsets, TensorRef h) const {
-  for (const EncoderLayerWeights& layer : layers_) {
-    if (forward_cancelled()) throw ForwardCancelled();  // the caller gave up (deadline, drain)
-    run_layer(be, layer, offsets, h);
+  const int64_t T = offsets.back();
+  const size_t B = offsets.size() - 1;
+  // Plain BERT attention: every sequence sees all of its tokens, and equal (zero) positions leave
+  // the disentangled terms at exactly 0. Masks and positions go up in one copy (upload_all may
+  // refer to these vectors on the CPU: they live through the layers).
+  int64_t cells = 0;
+  for (size_t b = 0; b < B; ++b) cells += (offsets[b + 1] - offsets[b]) * (offsets[b + 1] - offsets[b]);
+  const std::vector<uint8_t> ones(static_cast<size_t>(cells), 1);
+  const std::vector<int32_t> zeros(static_cast<size_t>(T), 0);
+  std::vector<ConstTensorRef> inputs = {host_ref(zeros.data(), {T})};
+  int64_t at = 0;
+  for (size_t b = 0; b < B; ++b) {
+    const int64_t L = offsets[b + 1] - offsets[b];
+    inputs.push_back(host_ref(ones.data() + at, {L, L}));
+    at += L * L;
   }
+  const std::vector<ConstTensorRef> uploaded = be.upload_all(inputs);
+  const ops::PackedSequences seqs =
+      ops::pack_sequences(be, offsets, std::vector<ConstTensorRef>(uploaded.begin() + 1, uploaded.end()));
+  // The recording's key names the lengths and every address the layers read or write outside
+  // their own scratch (h, the uploads; where the pass has allocated up to, which the layers'
+  // scratch follows): in SiameseUIE's forward, earlier stages of the pass decide them.
+  const void* top = [&] {
+    const Workspace::Frame probe(be.workspace());
+    return static_cast<const void*>(be.workspace().alloc<std::byte>(1));
+  }();
+  std::string key = "bert " + prefix_;
+  for (size_t b = 0; b < B; ++b) key += ' ' + std::to_string(offsets[b + 1] - offsets[b]);
+  for (const void* p : {static_cast<const void*>(h.data), static_cast<const void*>(uploaded[0].data),
+                        static_cast<const void*>(seqs.device_offsets.data), top})
+    key += ' ' + std::to_string(reinterpret_cast<uintptr_t>(p));
+  if (forward_cancelled()) throw ForwardCancelled();  // a replay runs no check inside
+  be.run_recorded(key, [&] {
+    for (const EncoderLayerWeights& layer : layers_) {
+      // The caller gave up (deadline, drain): checked between layers when the pass runs here.
+      if (forward_cancelled()) throw ForwardCancelled();
+      run_layer(be, layer, seqs, uploaded[0], h);
+    }
+  });
 }
 
-void BertLayerStack::run_layer(backends::Backend& be, const EncoderLayerWeights& L,
-                               const std::vector<int64_t>& offsets, TensorRef h) const {
-  const int64_t T = offsets.back(), H = hidden_;
+void BertLayerStack::run_layer(backends::Backend& be, const EncoderLayerWeights& L, const ops::PackedSequences& seqs,
+                               ConstTensorRef positions, TensorRef h) const {
+  const int64_t T = seqs.rows(), H = hidden_;
   const Workspace::Frame frame(be.workspace());  // this layer's buffers are free again for the next layer
   const TensorRef qkv = project_qkv(be, L, h);
-
-  int64_t max_len = 0;
-  for (size_t b = 0; b + 1 < offsets.size(); ++b) max_len = std::max(max_len, offsets[b + 1] - offsets[b]);
-  const std::vector<int32_t> same_position(static_cast<size_t>(max_len), 0);
-  const std::vector<uint8_t> attend_all(static_cast<size_t>(max_len * max_len), 1);
   const TensorRef ctx = be.alloc(DType::kF32, {T, H});
-  for (size_t b = 0; b + 1 < offsets.size(); ++b) {
-    const int64_t row0 = offsets[b], len = offsets[b + 1] - offsets[b];
-    const TensorRef seq = qkv.slice(row0, len);
-    ops::DisentangledAttention a;
-    a.num_heads = heads_;
-    a.scale = scale_;
-    a.q = seq.columns(0, H);
-    a.k = seq.columns(H, H);
-    a.v = seq.columns(2 * H, H);
-    a.q_rel = zero_rel_.ref();
-    a.k_rel = zero_rel_.ref();
-    a.position_ids = be.upload(host_ref(same_position.data(), {len}));
-    a.mask = be.upload(host_ref(attend_all.data(), {len * len}));
-    a.out = ctx.slice(row0, len);
-    ops::disentangled_attention(be, a);
-  }
-
+  ops::DisentangledAttention a;  // every sequence of the batch at once
+  a.num_heads = heads_;
+  a.scale = scale_;
+  a.q = qkv.columns(0, H);
+  a.k = qkv.columns(H, H);
+  a.v = qkv.columns(2 * H, H);
+  a.q_rel = zero_rel_.ref();
+  a.k_rel = zero_rel_.ref();
+  a.position_ids = positions;
+  a.out = ctx;
+  ops::disentangled_attention(be, a, seqs);
   attention_output_and_ffn(be, L, ctx, h);
 }
 

@@ -11,6 +11,7 @@
 #include "models/encoder_layer.h"
 #include "models/siamese_uie/siamese_config.h"
 #include "models/weight_loader.h"
+#include "ops/packed_sequences.h"
 #include "tensor/tensor.h"
 
 namespace rexnlu::models::siamese {
@@ -41,13 +42,17 @@ class BertLayerStack {
   // "crossattention.layer."), renumbered from 0 as the checkpoint stores them.
   BertLayerStack(const SiameseConfig& config, WeightLoader& weights, const std::string& prefix, int count);
 
-  // h [offsets.back(), H] in place, each sequence attending to all of its own tokens. Asks
-  // forward_cancelled() between layers.
+  // h [offsets.back(), H] in place, each sequence attending to all of its own tokens: the packed
+  // attention (one launch on a GPU) under all-ones masks, which go to the device once, with the
+  // zero positions, before the layers; the layers then run as one Backend::run_recorded (a GPU
+  // records them per shape and replays). Asks forward_cancelled() between layers.
   void forward(backends::Backend& be, const std::vector<int64_t>& offsets, TensorRef h) const;
 
  private:
-  void run_layer(backends::Backend& be, const EncoderLayerWeights& layer, const std::vector<int64_t>& offsets, TensorRef h) const;
+  void run_layer(backends::Backend& be, const EncoderLayerWeights& layer, const ops::PackedSequences& seqs,
+                 ConstTensorRef positions, TensorRef h) const;
 
+  std::string prefix_;  // names this stack's recordings
   int hidden_ = 0, heads_ = 0, intermediate_ = 0;
   float scale_ = 1.0f;
   std::vector<EncoderLayerWeights> layers_;
