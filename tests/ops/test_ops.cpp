@@ -1239,6 +1239,49 @@ TEST(Backends, CudaEnvironmentSwitchesRejectUnknownValues) {
   }
 }
 
+// A GPU backend keeps at most 256 recordings and, past that, drops the least recently replayed
+// one: a key replayed all along survives any number of others (until session 18 all recordings
+// were dropped at 64, and SiameseUIE's varied requests, ~106 recordings, were re-recorded over and
+// over). Whether a call replayed is seen from outside: a replay does not call the body. Each key's
+// first call runs plainly, its second records (both call the body).
+TEST(Backends, RecordingsAreDroppedLeastRecentlyReplayedFirst) {
+  const auto devices = backends::available_devices();
+  if (std::find(devices.begin(), devices.end(), Device::kCuda) == devices.end()) GTEST_SKIP() << "no usable GPU";
+  setenv("REXNLU_CUDA_GRAPHS", "1", 1);
+  auto be = backends::make_backend(LoadOptions{Device::kCuda, Precision::kFloat32, 0});
+  unsetenv("REXNLU_CUDA_GRAPHS");
+  ASSERT_TRUE(be->replays_recordings());
+  be->begin_pass();
+  const std::vector<float> ones(256, 1.0f);
+  const Tensor src = be->copy_of(host_ref(ones.data(), {256}));
+  Tensor dst = be->copy_of(host_ref(ones.data(), {256}));
+  int bodies = 0;
+  const auto run = [&](const std::string& key) {
+    const int before = bodies;
+    be->run_recorded(key, [&] {
+      ++bodies;
+      ops::copy(*be, src.ref(), dst.mutable_ref());
+    });
+    return bodies > before;  // false: replayed
+  };
+  EXPECT_TRUE(run("hot"));
+  EXPECT_TRUE(run("hot"));
+  EXPECT_FALSE(run("hot")) << "the third call of a key replays";
+  for (int i = 0; i < 600; ++i) {
+    const std::string key = "k" + std::to_string(i);
+    EXPECT_TRUE(run(key));
+    EXPECT_TRUE(run(key));
+    if (i % 10 == 9) EXPECT_FALSE(run("hot")) << "after " << i + 1 << " other keys";
+  }
+  EXPECT_FALSE(run("k599")) << "a recent key replays";
+  EXPECT_FALSE(run("k400"));
+  EXPECT_TRUE(run("k0")) << "the oldest recordings were dropped";
+  EXPECT_FALSE(run("k0")) << "and record again";
+  std::vector<float> got(256, 0.0f);
+  be->download(dst.ref(), host_ref(got.data(), {256}));  // waits for the replays
+  EXPECT_EQ(got, ones);
+}
+
 // ---- fp16 / bf16 weights on the GPU (CudaBackend::make_linear rounds them on the device)
 
 // 16 weights of 4 MiB loaded back to back, each value exact in fp16 and bf16 and unlike every

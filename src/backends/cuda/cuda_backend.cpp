@@ -75,6 +75,7 @@ std::string env_choice(const char* name, const char* a, const char* b, const std
 struct CudaBackend::Graph {
   cudaGraphExec_t exec = nullptr;
   uint64_t generation = 0;
+  uint64_t last_use = 0;  // for evicting the least recently replayed one
   ~Graph() {
     if (exec) cudaGraphExecDestroy(exec);
   }
@@ -192,6 +193,7 @@ void CudaBackend::run_recorded(const std::string& key, const std::function<void(
   if (!graphs_enabled_) return body();
   if (auto it = graphs_.find(key); it != graphs_.end()) {
     if (it->second->generation == generation) {
+      it->second->last_use = ++graph_uses_;
       check(cudaGraphLaunch(it->second->exec, stream_), "CudaBackend::run_recorded (launch)");
       return;
     }
@@ -199,7 +201,13 @@ void CudaBackend::run_recorded(const std::string& key, const std::function<void(
   }
   if (passes_seen_.size() > 4096) passes_seen_.clear();
   if (passes_seen_[key]++ == 0) return body();  // first pass of this shape: plans, workspace growth
-  if (graphs_.size() >= 64) graphs_.clear();  // bounded: shapes come and go
+  if (graphs_.size() >= kMaxGraphs) {  // bounded: shapes come and go; the least recently replayed goes
+    auto oldest = graphs_.begin();
+    for (auto i = graphs_.begin(); i != graphs_.end(); ++i)
+      if (i->second->last_use < oldest->second->last_use) oldest = i;
+    graphs_.erase(oldest);
+  }
+  ++graphs_recorded_;
   cudaGraph_t graph = nullptr;
   check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed), "CudaBackend::run_recorded (capture)");
   try {
@@ -213,6 +221,7 @@ void CudaBackend::run_recorded(const std::string& key, const std::function<void(
   check(cudaStreamEndCapture(stream_, &graph), "CudaBackend::run_recorded (end capture)");
   auto g = std::make_unique<Graph>();
   g->generation = generation;
+  g->last_use = ++graph_uses_;
   const cudaError_t made = cudaGraphInstantiate(&g->exec, graph, 0);
   cudaGraphDestroy(graph);
   check(made, "CudaBackend::run_recorded (instantiate)");

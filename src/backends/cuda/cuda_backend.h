@@ -54,6 +54,7 @@ class CudaBackend final : public Backend {
   void run_recorded(const std::string& key, const std::function<void()>& body) override;
   bool replays_recordings() const override { return graphs_enabled_; }
   size_t recorded_graphs() const { return graphs_.size(); }
+  uint64_t recordings_made() const { return graphs_recorded_; }
   ConstTensorRef upload(ConstTensorRef host) override;
   std::vector<ConstTensorRef> upload_all(const std::vector<ConstTensorRef>& hosts) override;
   TensorRef output_for(TensorRef host) override;
@@ -113,6 +114,9 @@ class CudaBackend final : public Backend {
   struct Graph;
   std::map<std::string, std::unique_ptr<Graph>> graphs_;
   std::map<std::string, int> passes_seen_;
+  static constexpr size_t kMaxGraphs = 256;
+  uint64_t graph_uses_ = 0;       // recordings made or replayed so far (orders them for eviction)
+  uint64_t graphs_recorded_ = 0;  // recordings made so far (evicted ones included)
   bool graphs_enabled_ = true;
   bool verify_ops_ = false;
   bool staging_settled_ = true;  // no copy into or out of host_scratch() in flight since the last wait
