@@ -1268,10 +1268,13 @@ TEST(Backends, RecordingsAreDroppedLeastRecentlyReplayedFirst) {
   EXPECT_TRUE(run("hot"));
   EXPECT_FALSE(run("hot")) << "the third call of a key replays";
   for (int i = 0; i < 600; ++i) {
-    const std::string key = "k" + std::to_string(i);
+    std::string key = "k";
+    key += std::to_string(i);
     EXPECT_TRUE(run(key));
     EXPECT_TRUE(run(key));
-    if (i % 10 == 9) EXPECT_FALSE(run("hot")) << "after " << i + 1 << " other keys";
+    if (i % 10 == 9) {
+      EXPECT_FALSE(run("hot")) << "after " << i + 1 << " other keys";
+    }
   }
   EXPECT_FALSE(run("k599")) << "a recent key replays";
   EXPECT_FALSE(run("k400"));
