@@ -233,6 +233,15 @@ TEST(CudaHost, LinkScoresRejectsAnUnknownTile) {
   EXPECT_THROW(kg::link_scores(a, nullptr), Error);
 }
 
+TEST(CudaHost, RowBucketsArePowersOfTwoFromSixteen) {
+  EXPECT_EQ(kg::Blas::row_bucket(1), 16);
+  EXPECT_EQ(kg::Blas::row_bucket(16), 16);
+  EXPECT_EQ(kg::Blas::row_bucket(17), 32);
+  EXPECT_EQ(kg::Blas::row_bucket(128), 128);
+  EXPECT_EQ(kg::Blas::row_bucket(129), 256);
+  EXPECT_EQ(kg::Blas::row_bucket(4099), 8192);
+}
+
 TEST(CudaHost, SortLinksOrdersBySequenceRowColumn) {
   // Shuffled links of 3 sequences of up to 700 tokens (3 radix passes: keys past 2^22), with
   // repeated positions (stable: their logits keep their order), vs std::sort with a comparator.
@@ -344,6 +353,49 @@ TEST_F(Gpu, GemmMatchesCpuAtLargeBatchRowCounts) {
       expect_close(got, want, tolerance(DType::kF32), what);
       EXPECT_EQ(std::memcmp(got.data(), dy2.floats(DType::kF32).data(), got.size() * 4), 0) << what << ": run twice, other bits";
     }
+  }
+}
+
+// AlgoChoice::kPerBucket: one heuristic call per bucket of row counts (asked for the bucket's M),
+// every M of the bucket then matches the CPU, and an M's bits do not depend on which M of its
+// bucket came first. kPerShape asks for each shape.
+TEST_F(Gpu, GemmAsksTheHeuristicOncePerRowBucket) {
+  DeviceBuffer ws(32u << 20);
+  const int K = 768, N = 2304, kMaxM = 512;
+  for (DType t : {DType::kF16, DType::kF32}) {
+    auto x = random_vec(size_t(kMaxM) * K, 31), w = random_vec(size_t(N) * K, 32, -0.1f, 0.1f);
+    auto bias = random_vec(N, 33);
+    round_to(x, t), round_to(w, t), round_to(bias, t);
+    auto dx = DeviceBuffer::from(x, t), dw = DeviceBuffer::from(w, t), db = DeviceBuffer::from(bias, t);
+    // The product of the first M rows on `blas` (same buffers, so the same alignments).
+    auto run = [&](kg::Blas& blas, int M) {
+      DeviceBuffer dy(size_t(M) * N * dtype_size(t));
+      dy.poison();
+      kg::GemmArgs g;
+      g.M = M, g.N = N, g.K = K, g.A = dx.get(), g.lda = K, g.B = dw.get(), g.ldb = K, g.ab_type = t;
+      g.C = dy.get(), g.ldc = N, g.c_type = t, g.bias = db.get();
+      blas.gemm(g, ws.get(), 32u << 20, nullptr);
+      return dy.floats(t);
+    };
+    kg::Blas bucketed(kg::AlgoChoice::kPerBucket), exact(kg::AlgoChoice::kPerShape);
+    const int rows[] = {300, 257, 511, 512, 400};  // all in the bucket of 512
+    for (const int M : rows) {
+      std::vector<float> want(size_t(M) * N);
+      kc::linear(x.data(), M, K, w.data(), nullptr, 0, bias.data(), N, want.data(), N);
+      const std::string what = "M=" + std::to_string(M) + " " + name(t);
+      expect_close(run(bucketed, M), want, tolerance(t), what + " bucketed");
+      expect_close(run(exact, M), want, tolerance(t), what + " per shape");
+    }
+    EXPECT_EQ(bucketed.heuristic_calls(), 1u) << name(t) << ": one bucket, one heuristic call";
+    EXPECT_EQ(exact.heuristic_calls(), std::size(rows)) << name(t);
+    EXPECT_EQ(bucketed.cached_plans(), std::size(rows));
+    // M = 400 first on a fresh handle: the same bits as after the others.
+    kg::Blas fresh(kg::AlgoChoice::kPerBucket);
+    const std::vector<float> first = run(fresh, 400), after = run(bucketed, 400);
+    EXPECT_EQ(std::memcmp(first.data(), after.data(), first.size() * 4), 0) << name(t) << ": order-dependent bits";
+    // Another bucket, another call.
+    run(bucketed, 100);
+    EXPECT_EQ(bucketed.heuristic_calls(), 2u) << name(t);
   }
 }
 

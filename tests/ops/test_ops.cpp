@@ -1221,7 +1221,7 @@ TEST(Backends, CudaEnvironmentSwitchesRejectUnknownValues) {
   if (std::find(devices.begin(), devices.end(), Device::kCuda) == devices.end()) GTEST_SKIP() << "no usable GPU";
   for (const char* name : {"REXNLU_CUDA_ATTENTION", "REXNLU_CUDA_FA_SPLIT", "REXNLU_CUDA_GELU", "REXNLU_CUDA_GRAPHS",
                            "REXNLU_CUDA_VERIFY", "REXNLU_CUDA_16BIT_ACTIVATIONS", "REXNLU_CUDA_MMA_ATTENTION",
-                           "REXNLU_CUDA_PDL"}) {
+                           "REXNLU_CUDA_PDL", "REXNLU_CUDA_GEMM_ALGO"}) {
     const char* before = std::getenv(name);
     const std::string saved = before ? before : "";
     setenv(name, "yes", 1);

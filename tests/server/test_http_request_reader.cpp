@@ -58,7 +58,11 @@ TEST(HttpRequestReader, LimitsAndCodings) {
   limits.max_header_bytes = 200;
   limits.max_header_fields = 3;
   std::string many_fields = "GET / HTTP/1.1\r\n";
-  for (int i = 0; i < 4; ++i) many_fields += "A" + std::to_string(i) + ": b\r\n";
+  for (int i = 0; i < 4; ++i) {
+    many_fields += 'A';
+    many_fields += std::to_string(i);
+    many_fields += ": b\r\n";
+  }
   const std::vector<Refused> cases = {
       {"POST / HTTP/1.1\r\nContent-Length: 11\r\n\r\n", 413, "body_too_large"},
       {"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n6\r\nabcdef\r\n6\r\nabcdef\r\n0\r\n\r\n", 413, "body_too_large"},

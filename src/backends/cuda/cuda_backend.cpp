@@ -119,6 +119,10 @@ CudaBackend::CudaBackend(int device_index, Precision precision)
                                          "fp32-math kernel); unset: the tensor-core kernel at fp16 and bf16");
       !mma.empty())
     attention_tensor_cores_ = mma == "1" ? 1 : 0;
+  const std::string gemm_algo = env_choice(
+      "REXNLU_CUDA_GEMM_ALGO", "bucket", "shape",
+      "expected bucket (the default: cuBLASLt's heuristic asked once per power-of-two bucket of row counts, its "
+      "algorithm reused for the bucket's other shapes) or shape (asked for every new shape)");
   const DeviceInfo info = probe_device(index_);
   // sm_90+ only: below, griddepcontrol does not exist (the kernels compile it out, types.cuh).
   programmatic_launch_ = info.cc_major >= 9;
@@ -130,7 +134,7 @@ CudaBackend::CudaBackend(int device_index, Precision precision)
   name_ = cuda::describe(info);
   check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
   set_programmatic_launch(programmatic_launch_);  // before copy_as's conversions; again per pass
-  blas_ = std::make_unique<Blas>();
+  blas_ = std::make_unique<Blas>(gemm_algo == "shape" ? AlgoChoice::kPerShape : AlgoChoice::kPerBucket);
   blas_workspace_bytes_ = kBlasWorkspaceBytes;
   blas_workspace_ = allocate_persistent(blas_workspace_bytes_);
   // Only where the FFN's intermediate is stored in 16 bits (fp32 stays bit for bit the exact GELU).

@@ -60,7 +60,18 @@ struct Blas::Plan {
   }
 };
 
-Blas::Blas() {
+struct Blas::Algo {
+  cublasLtMatmulAlgo_t algo{};
+  bool usable = false;  // the heuristic had one for the bucket's M
+};
+
+int Blas::row_bucket(int M) {
+  int b = 16;
+  while (b < M && b < (1 << 30)) b *= 2;
+  return b;
+}
+
+Blas::Blas(AlgoChoice choice) : choice_(choice) {
   cublasLtHandle_t h = nullptr;
   check_lt(cublasLtCreate(&h), "create");
   handle_ = h;
@@ -68,6 +79,7 @@ Blas::Blas() {
 
 Blas::~Blas() {
   plans_.clear();
+  bucket_algos_.clear();
   if (handle_) cublasLtDestroy(static_cast<cublasLtHandle_t>(handle_));
 }
 
@@ -112,6 +124,8 @@ void Blas::gemm(const GemmArgs& g, void* workspace, size_t workspace_bytes, cuda
 
     cublasLtMatmulPreference_t pref = nullptr;
     check_lt(cublasLtMatmulPreferenceCreate(&pref), "preference");
+    const std::unique_ptr<cublasLtMatmulPreferenceOpaque_t, cublasStatus_t (*)(cublasLtMatmulPreference_t)>
+        pref_owner(pref, cublasLtMatmulPreferenceDestroy);
     const uint32_t aa = static_cast<uint32_t>(align_a), ab_ = static_cast<uint32_t>(align_b),
                    ac = static_cast<uint32_t>(align_c);
     cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes,
@@ -120,17 +134,59 @@ void Blas::gemm(const GemmArgs& g, void* workspace, size_t workspace_bytes, cuda
     cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &ab_, sizeof ab_);
     cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &ac, sizeof ac);
     cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &ac, sizeof ac);
-    cublasLtMatmulHeuristicResult_t result{};
-    int found = 0;
-    const cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(static_cast<cublasLtHandle_t>(handle_), p->desc, p->a,
-                                                             p->b, p->c, p->c, pref, 1, &result, &found);
-    cublasLtMatmulPreferenceDestroy(pref);
-    if (hs != CUBLAS_STATUS_SUCCESS || found == 0)
-      throw InternalError("cuBLASLt has no algorithm for M=" + std::to_string(g.M) + " N=" + std::to_string(g.N) +
-                          " K=" + std::to_string(g.K) +
-                          (g.gelu_tanh ? " with the GELU epilogue (REXNLU_CUDA_GELU=erf does without it)" : "") + " (" +
-                          status_name(hs) + ")");
-    p->algo = result.algo;
+    const auto lt = static_cast<cublasLtHandle_t>(handle_);
+    // The heuristic's first choice for the row count of layouts b and c into *algo; its status.
+    auto heuristic = [&](cublasLtMatrixLayout_t b, cublasLtMatrixLayout_t c, cublasLtMatmulAlgo_t* algo) {
+      cublasLtMatmulHeuristicResult_t result{};
+      int found = 0;
+      ++heuristic_calls_;
+      cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(lt, p->desc, p->a, b, c, c, pref, 1, &result, &found);
+      if (hs == CUBLAS_STATUS_SUCCESS && found == 0) hs = CUBLAS_STATUS_NOT_SUPPORTED;
+      if (hs == CUBLAS_STATUS_SUCCESS) *algo = result.algo;
+      return hs;
+    };
+    // Under kPerBucket: the bucket's algorithm, found once for the bucket's M, if cuBLASLt accepts
+    // it for this exact shape within the workspace.
+    bool have_algo = false;
+    if (choice_ == AlgoChoice::kPerBucket) {
+      Key bucket_key = key;
+      const int bucket_m = row_bucket(g.M);
+      std::get<1>(bucket_key) = bucket_m;
+      auto b_it = bucket_algos_.find(bucket_key);
+      if (b_it == bucket_algos_.end()) {
+        auto found = std::make_unique<Algo>();
+        cublasStatus_t hs;
+        if (bucket_m == g.M) {
+          hs = heuristic(p->b, p->c, &found->algo);
+        } else {
+          cublasLtMatrixLayout_t bb = nullptr, bc = nullptr;
+          check_lt(cublasLtMatrixLayoutCreate(&bb, ab, g.K, bucket_m, g.lda), "layout B");
+          const cublasStatus_t cs = cublasLtMatrixLayoutCreate(&bc, ct, g.N, bucket_m, g.ldc);
+          hs = cs == CUBLAS_STATUS_SUCCESS ? heuristic(bb, bc, &found->algo) : cs;
+          cublasLtMatrixLayoutDestroy(bb);
+          if (bc) cublasLtMatrixLayoutDestroy(bc);
+        }
+        found->usable = hs == CUBLAS_STATUS_SUCCESS;
+        b_it = bucket_algos_.emplace(bucket_key, std::move(found)).first;
+      }
+      if (b_it->second->usable) {
+        cublasLtMatmulHeuristicResult_t check{};
+        if (cublasLtMatmulAlgoCheck(lt, p->desc, p->a, p->b, p->c, p->c, &b_it->second->algo, &check) ==
+                CUBLAS_STATUS_SUCCESS &&
+            check.workspaceSize <= workspace_bytes) {
+          p->algo = b_it->second->algo;
+          have_algo = true;
+        }
+      }
+    }
+    if (!have_algo) {
+      const cublasStatus_t hs = heuristic(p->b, p->c, &p->algo);
+      if (hs != CUBLAS_STATUS_SUCCESS)
+        throw InternalError("cuBLASLt has no algorithm for M=" + std::to_string(g.M) + " N=" + std::to_string(g.N) +
+                            " K=" + std::to_string(g.K) +
+                            (g.gelu_tanh ? " with the GELU epilogue (REXNLU_CUDA_GELU=erf does without it)" : "") +
+                            " (" + status_name(hs) + ")");
+    }
     it = plans_.emplace(key, std::move(p)).first;
   }
   Plan& p = *it->second;

@@ -39,11 +39,22 @@ struct GemmArgs {
   bool gelu_tanh = false;      // then GELU, tanh form, in the epilogue (after alpha, beta and the bias)
 };
 
-// One cuBLASLt handle with a cache of matmul plans (descriptors + the heuristic's algorithm)
-// keyed by shape, types, strides, pointer alignment and epilogue. Not thread-safe: one per stream.
+// How a new shape gets its cuBLASLt algorithm. cuBLASLt's heuristic costs ~200 us per call in
+// fp16 on the H200 (18.5 us in fp32; docs/benchmarks.md "Session 18"), and packed batches bring a
+// new row count M with almost every new mix of requests.
+//   kPerShape:  the heuristic for each exact shape.
+//   kPerBucket: the heuristic once per bucket of M (M rounded up to a power of two, at least 16;
+//               asked for the bucket's M, so the choice, and the bits, depend on the shape alone,
+//               never on which shapes came first), that algorithm reused for every M in the bucket
+//               after cublasLtMatmulAlgoCheck accepts it for the exact shape (else the heuristic
+//               for the exact shape).
+enum class AlgoChoice { kPerShape, kPerBucket };
+
+// One cuBLASLt handle with a cache of matmul plans (descriptors + the chosen algorithm) keyed by
+// shape, types, strides, pointer alignment and epilogue. Not thread-safe: one per stream.
 class Blas {
  public:
-  Blas();
+  explicit Blas(AlgoChoice choice = AlgoChoice::kPerBucket);
   ~Blas();
   Blas(const Blas&) = delete;
   Blas& operator=(const Blas&) = delete;
@@ -54,12 +65,21 @@ class Blas {
   void gemm(const GemmArgs& args, void* workspace, size_t workspace_bytes, cudaStream_t stream);
 
   size_t cached_plans() const { return plans_.size(); }
+  // cublasLtMatmulAlgoGetHeuristic calls so far (what AlgoChoice saves).
+  size_t heuristic_calls() const { return heuristic_calls_; }
+  // The bucket of row counts that share an algorithm under kPerBucket: M rounded up to a power
+  // of two, at least 16.
+  static int row_bucket(int M);
 
  private:
   struct Plan;
+  struct Algo;
   using Key = std::tuple<int, int, int, int, int, int, int, int, int, int, int, size_t, int, int, int, int>;
   void* handle_ = nullptr;  // cublasLtHandle_t
+  AlgoChoice choice_;
+  size_t heuristic_calls_ = 0;
   std::map<Key, std::unique_ptr<Plan>> plans_;
+  std::map<Key, std::unique_ptr<Algo>> bucket_algos_;  // Key with M = row_bucket(M)
 };
 
 }  // namespace rexnlu::backends::cuda
