@@ -145,10 +145,10 @@ void Blas::gemm(const GemmArgs& g, void* workspace, size_t workspace_bytes, cuda
       if (hs == CUBLAS_STATUS_SUCCESS) *algo = result.algo;
       return hs;
     };
-    // Under kPerBucket: the bucket's algorithm, found once for the bucket's M, if cuBLASLt accepts
-    // it for this exact shape within the workspace.
+    // Under kPerBucket (16-bit inputs): the bucket's algorithm, found once for the bucket's M, if
+    // cuBLASLt accepts it for this exact shape within the workspace.
     bool have_algo = false;
-    if (choice_ == AlgoChoice::kPerBucket) {
+    if (choice_ == AlgoChoice::kPerBucket && g.ab_type != DType::kF32) {
       Key bucket_key = key;
       const int bucket_m = row_bucket(g.M);
       std::get<1>(bucket_key) = bucket_m;

@@ -43,11 +43,13 @@ struct GemmArgs {
 // fp16 on the H200 (18.5 us in fp32; docs/benchmarks.md "Session 18"), and packed batches bring a
 // new row count M with almost every new mix of requests.
 //   kPerShape:  the heuristic for each exact shape.
-//   kPerBucket: the heuristic once per bucket of M (M rounded up to a power of two, at least 16;
-//               asked for the bucket's M, so the choice, and the bits, depend on the shape alone,
-//               never on which shapes came first), that algorithm reused for every M in the bucket
-//               after cublasLtMatmulAlgoCheck accepts it for the exact shape (else the heuristic
-//               for the exact shape).
+//   kPerBucket: for F16 / BF16 inputs, the heuristic once per bucket of M (M rounded up to a power
+//               of two, at least 16; asked for the bucket's M, so the choice, and the bits, depend
+//               on the shape alone, never on which shapes came first), that algorithm reused for
+//               every M in the bucket after cublasLtMatmulAlgoCheck accepts it for the exact shape
+//               (else the heuristic for the exact shape). F32 inputs per shape all the same: their
+//               heuristic is cheap and the bucket's algorithm measured slower (first passes of
+//               SiameseUIE's requests: median 3.4 -> 3.7 ms).
 enum class AlgoChoice { kPerShape, kPerBucket };
 
 // One cuBLASLt handle with a cache of matmul plans (descriptors + the chosen algorithm) keyed by
