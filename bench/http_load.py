@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Closed-loop HTTP load on a loopback `rexnlu serve`, standard library only (for machines
 without wrk, such as the GPU machine): CONCURRENCY keep-alive connections, each sending the same
-POST again as soon as its answer is in, for DURATION seconds after WARMUP seconds of the same
+POST again as soon as its answer is in (or, with --bodies, the next of many request bodies, each
+connection starting at another one), for DURATION seconds after WARMUP seconds of the same
 load. The connections are spread over worker processes (asyncio in each) so that the client is
 not the bottleneck.
 
-    python3 bench/http_load.py --port P --body body.json --concurrency 64 --duration 10 [--warmup 2]
+    python3 bench/http_load.py --port P (--body body.json | --bodies bodies.jsonl) --concurrency 64 --duration 10 [--warmup 2]
         [--path /v1/extract] [--procs N] [--json]
 
 Prints one JSON object: requests, seconds, qps (all answers), ok_qps (200s only), p50/p95/p99 latency in ms, responses by status,
@@ -19,14 +20,16 @@ import os
 import time
 
 
-async def one_connection(port, request, until_warm, until_end, lat, statuses, errors, first_error):
+async def one_connection(port, requests, first, until_warm, until_end, lat, statuses, errors, first_error):
     reader = writer = None
+    n = first
     while time.monotonic() < until_end:
         try:
             if writer is None:
                 reader, writer = await asyncio.open_connection("127.0.0.1", port)
             t0 = time.monotonic()
-            writer.write(request)
+            writer.write(requests[n % len(requests)])
+            n += 1
             await writer.drain()
             head = await reader.readuntil(b"\r\n\r\n")
             status = int(head.split(b" ", 2)[1])
@@ -60,14 +63,14 @@ async def one_connection(port, request, until_warm, until_end, lat, statuses, er
 
 
 def worker(args):
-    port, request, connections, start, warmup, duration = args
+    port, requests, first, connections, start, warmup, duration = args
     lat, statuses, errors, first_error = [], {}, [0], []
 
     async def run():
         until_warm = start + warmup
         until_end = until_warm + duration
-        await asyncio.gather(*(one_connection(port, request, until_warm, until_end, lat, statuses, errors, first_error)
-                               for _ in range(connections)))
+        await asyncio.gather(*(one_connection(port, requests, first + c, until_warm, until_end, lat, statuses, errors,
+                                              first_error) for c in range(connections)))
 
     asyncio.run(run())
     return lat, statuses, errors[0], first_error
@@ -82,28 +85,38 @@ def percentile(sorted_values, p):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--port", type=int, required=True)
-    ap.add_argument("--body", required=True, help="file with the JSON request body")
+    bodies = ap.add_mutually_exclusive_group(required=True)
+    bodies.add_argument("--body", help="file with the JSON request body")
+    bodies.add_argument("--bodies", help="JSON lines, one request body per line, sent in turn (varied requests)")
     ap.add_argument("--path", default="/v1/extract")
     ap.add_argument("--concurrency", type=int, default=1)
     ap.add_argument("--duration", type=float, default=10.0)
     ap.add_argument("--warmup", type=float, default=2.0)
     ap.add_argument("--procs", type=int, default=0, help="worker processes (0 = min(concurrency, cores / 2))")
     a = ap.parse_args()
-    body = open(a.body, "rb").read()
-    request = (f"POST {a.path} HTTP/1.1\r\nHost: 127.0.0.1:{a.port}\r\nContent-Type: application/json\r\n"
-               f"Content-Length: {len(body)}\r\n\r\n").encode() + body
+    if a.body:
+        bodies = [open(a.body, "rb").read()]
+    else:
+        bodies = [line.strip() for line in open(a.bodies, "rb") if line.strip()]
+        if not bodies:
+            ap.error(f"--bodies {a.bodies}: no request body in the file")
+    requests = [(f"POST {a.path} HTTP/1.1\r\nHost: 127.0.0.1:{a.port}\r\nContent-Type: application/json\r\n"
+                 f"Content-Length: {len(body)}\r\n\r\n").encode() + body for body in bodies]
     procs = a.procs or max(1, min(a.concurrency, (os.cpu_count() or 2) // 2))
     share = [a.concurrency // procs + (1 if i < a.concurrency % procs else 0) for i in range(procs)]
     start = time.monotonic() + 0.5  # every process starts its clock at the same moment
     with multiprocessing.Pool(procs) as pool:
-        parts = pool.map(worker, [(a.port, request, n, start, a.warmup, a.duration) for n in share if n > 0])
+        # Connection c (over all processes) starts at body c: the server sees a mix from the start.
+        firsts = [sum(share[:i]) for i in range(procs)]
+        parts = pool.map(worker, [(a.port, requests, firsts[i], n, start, a.warmup, a.duration)
+                                  for i, n in enumerate(share) if n > 0])
     lat = sorted(x for p in parts for x in p[0])
     statuses = {}
     for p in parts:
         for k, v in p[1].items():
             statuses[k] = statuses.get(k, 0) + v
     print(json.dumps({
-        "concurrency": a.concurrency, "procs": procs, "requests": len(lat), "seconds": a.duration,
+        "concurrency": a.concurrency, "procs": procs, "bodies": len(requests), "requests": len(lat), "seconds": a.duration,
         "qps": round(len(lat) / a.duration, 1), "ok_qps": round(statuses.get(200, 0) / a.duration, 1),
         "p50_ms": round(percentile(lat, 50) * 1e3, 2), "p95_ms": round(percentile(lat, 95) * 1e3, 2),
         "p99_ms": round(percentile(lat, 99) * 1e3, 2),

@@ -7,6 +7,11 @@
 #          the GPU machine has no wrk) at concurrency 1 and 64, the bundled demo model and the
 #          full-size random-weight model, --device cuda --precision fp16 and the CPU server (fp32)
 #          on the same machine; /info and /metrics saved (GPU memory);
+#   varied the demo model on the GPU (fp16) under the 100 different texts of
+#          tests/data/cli/st_ner_dev.jsonl (schema of each line), each connection sending them in
+#          turn (http_load.py --bodies): the server's batches mix lengths as in real use, unlike
+#          serve's one repeated request; once per setting of VARIED_ENVS (space-separated
+#          VAR=value settings of the server's environment, "-" for none; default "-");
 #   oom    --workspace-limit-mb 1 on the GPU: a long text must get 503 + JSON, the service goes on;
 #   e2e    the end-to-end NER call, text by text: the ORIGINAL pipeline's code on the GPU
 #          (tools/compare_original/e2e_original.py, ORIG_DIR) vs `rexnlu bench --batch 1` on cuda
@@ -16,7 +21,7 @@
 #
 # EVAL_TIMEOUT (s, default 60) bounds each eval set.
 #   SYSROOT_TAR=... BOOST_TAR=... EVAL_TAR=... ORIG_DIR=... OUT=dir scripts/bench_gpu_serve.sh
-# PHASES (default "build serve oom e2e eval") picks phases; BUILD_DIR (default build-gpu-serve)
+# PHASES (default "build serve varied oom e2e eval") picks phases; BUILD_DIR (default build-gpu-serve)
 # may hold a finished build (then leave "build" out). DEVICE=cpu runs the GPU rows on the CPU (a
 # dry run of the script on a machine without a GPU). DURATION (s, default 4) per load run.
 set -uo pipefail
@@ -26,7 +31,7 @@ out=$dir/res  # everything measured; packed into $OUT/results.tgz at the end whe
 sr=${SYSROOT:-/tmp/sr}
 dev=${DEVICE:-cuda}
 duration=${DURATION:-4}
-phases=${PHASES:-"build serve oom e2e eval"}
+phases=${PHASES:-"build serve varied oom e2e eval"}
 py=${PYTHON:-python3}
 rm -rf "$out"; mkdir -p "$out" "$dir"
 has() { [[ " $phases " == *" $1 "* ]]; }
@@ -71,12 +76,19 @@ cat > "$dir/body.json" <<'JSON'
 JSON
 "$py" -c "import json; print(json.dumps({'text': '北大西洋议会春季会议26日在西班牙巴塞罗那闭幕。' * 40, 'schema': {'人物': None, '地理位置': None, '组织机构': None}}, ensure_ascii=False))" > "$dir/long.json"
 
-start_server() {  # start_server TAG ARGS...: sets pid, port
+start_server_env() {  # start_server_env TAG [VAR=value...] -- ARGS...: sets pid, port
   local tag=$1; shift
-  "$rexnlu" serve --port 0 --no-access-log "$@" > "$dir/serve_$tag.out" 2> "$out/serve_$tag.err" &
+  local envs=()
+  while [ "$1" != -- ]; do envs+=("$1"); shift; done
+  shift
+  env "${envs[@]}" "$rexnlu" serve --port 0 --no-access-log "$@" > "$dir/serve_$tag.out" 2> "$out/serve_$tag.err" &
   pid=$!
   port=$(serve_port "$dir/serve_$tag.out")
   if [ -z "$port" ]; then echo "   $tag: the server did not become healthy"; tail -5 "$out/serve_$tag.err"; kill "$pid" 2>/dev/null; return 1; fi
+}
+start_server() {  # start_server TAG ARGS...: sets pid, port
+  local tag=$1; shift
+  start_server_env "$tag" -- "$@"
 }
 stop_server() { kill -TERM "$pid"; wait "$pid" || echo "   rexnlu serve exited with $?"; }
 
@@ -107,6 +119,31 @@ if has serve; then
   done
   for f in "$out"/info_*_"$dev"_fp16.json; do echo "-- $(basename "$f"): $("$py" -c "import json,sys; i=json.load(open(sys.argv[1])); print(i['model'].get('backend'), i.get('gpu_memory'))" "$f")"; done
   for f in "$out"/metrics_*_"$dev"_fp16.txt; do echo "-- $(basename "$f"):"; grep -E "^rexnlu_gpu_memory" "$f" || echo "   (no rexnlu_gpu_memory lines)"; done
+fi
+
+if has varied; then
+  "$py" - "$root/tests/data/cli/st_ner_dev.jsonl" "$dir/bodies.jsonl" <<'PY'
+import json, sys
+with open(sys.argv[2], "w", encoding="utf-8") as f:
+    for line in open(sys.argv[1], encoding="utf-8"):
+        c = json.loads(line)
+        f.write(json.dumps({"text": c["text"], "schema": c["schema"]}, ensure_ascii=False) + "\n")
+PY
+  vp=fp16; [ "$dev" = cpu ] && vp=fp32
+  echo "== varied: the demo model, $dev $vp, the 100 texts of st_ner_dev.jsonl in turn, ${duration} s per run after 1 s"
+  echo "| server environment | concurrency | answers | QPS (200s) | p50 ms | p95 ms | p99 ms | statuses | socket errors |"
+  echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+  for setting in ${VARIED_ENVS:--}; do
+    envs=(); [ "$setting" != - ] && envs=("$setting")
+    tag="varied_${setting//[^A-Za-z0-9_]/_}"
+    start_server_env "$tag" "${envs[@]}" -- --model "$demo" --device "$dev" --precision "$vp" || { fails=$((fails + 1)); continue; }
+    for c in 1 64; do
+      r=$("$py" "$root/bench/http_load.py" --port "$port" --bodies "$dir/bodies.jsonl" --concurrency "$c" --duration "$duration" --warmup 1)
+      echo "$r" >> "$out/varied_runs.jsonl"
+      "$py" -c "import json,sys; r=json.loads(sys.argv[1]); print('| $setting | %d | %d | %.1f | %.2f | %.2f | %.2f | %s | %d |' % (r['concurrency'], r['requests'], r['ok_qps'], r['p50_ms'], r['p95_ms'], r['p99_ms'], r['statuses'], r['socket_errors'])); r['first_error'] and print('   first non-200 answer:', r['first_error'][:200])" "$r"
+    done
+    stop_server
+  done
 fi
 
 if has oom; then
