@@ -284,6 +284,19 @@ class Gpu : public ::testing::Test {
 
 const DType kTypes[] = {DType::kF32, DType::kF16, DType::kBF16};
 
+// `blas`'s product of the first M rows of x [*, K] with w [N, K]^T plus bias (x and w of type t,
+// bias and the result of type ct) into a NaN-poisoned buffer, read back as floats.
+std::vector<float> gpu_linear(kg::Blas& blas, const DeviceBuffer& ws, const DeviceBuffer& x, const DeviceBuffer& w,
+                              const DeviceBuffer& bias, int M, int N, int K, DType t, DType ct) {
+  DeviceBuffer y(size_t(M) * N * dtype_size(ct));
+  y.poison();
+  kg::GemmArgs g;
+  g.M = M, g.N = N, g.K = K, g.A = x.get(), g.lda = K, g.B = w.get(), g.ldb = K, g.ab_type = t;
+  g.C = y.get(), g.ldc = N, g.c_type = ct, g.bias = bias.get();
+  blas.gemm(g, ws.get(), ws.size(), nullptr);
+  return y.floats(ct);
+}
+
 TEST_F(Gpu, GemmMatchesCpuAtModelShapes) {
   kg::Blas blas;
   DeviceBuffer ws(32u << 20);
@@ -299,13 +312,7 @@ TEST_F(Gpu, GemmMatchesCpuAtModelShapes) {
         std::vector<float> want(size_t(M) * N);
         kc::linear(x.data(), M, K, w.data(), nullptr, 0, bias.data(), N, want.data(), N);
         auto dx = DeviceBuffer::from(x, t), dw = DeviceBuffer::from(w, t), db = DeviceBuffer::from(bias, ct);
-        DeviceBuffer dy(size_t(M) * N * dtype_size(ct));
-        dy.poison();
-        kg::GemmArgs g;
-        g.M = M, g.N = N, g.K = K, g.A = dx.get(), g.lda = K, g.B = dw.get(), g.ldb = K, g.ab_type = t;
-        g.C = dy.get(), g.ldc = N, g.c_type = ct, g.bias = db.get();
-        blas.gemm(g, ws.get(), 32u << 20, nullptr);
-        expect_close(dy.floats(ct), want, tolerance(ct == DType::kF32 ? DType::kF32 : t),
+        expect_close(gpu_linear(blas, ws, dx, dw, db, M, N, K, t, ct), want, tolerance(ct == DType::kF32 ? DType::kF32 : t),
                      "linear " + std::to_string(M) + "x" + std::to_string(K) + "->" + std::to_string(N) + " " +
                          name(t) + "->" + name(ct));
       }
@@ -369,15 +376,7 @@ TEST_F(Gpu, GemmAsksTheHeuristicOncePerRowBucket) {
     round_to(x, t), round_to(w, t), round_to(bias, t);
     auto dx = DeviceBuffer::from(x, t), dw = DeviceBuffer::from(w, t), db = DeviceBuffer::from(bias, t);
     // The product of the first M rows on `blas` (same buffers, so the same alignments).
-    auto run = [&](kg::Blas& blas, int M) {
-      DeviceBuffer dy(size_t(M) * N * dtype_size(t));
-      dy.poison();
-      kg::GemmArgs g;
-      g.M = M, g.N = N, g.K = K, g.A = dx.get(), g.lda = K, g.B = dw.get(), g.ldb = K, g.ab_type = t;
-      g.C = dy.get(), g.ldc = N, g.c_type = t, g.bias = db.get();
-      blas.gemm(g, ws.get(), 32u << 20, nullptr);
-      return dy.floats(t);
-    };
+    auto run = [&](kg::Blas& blas, int M) { return gpu_linear(blas, ws, dx, dw, db, M, N, K, t, t); };
     kg::Blas bucketed(kg::AlgoChoice::kPerBucket), exact(kg::AlgoChoice::kPerShape);
     const int rows[] = {300, 257, 511, 512, 400};  // all in the bucket of 512
     for (const int M : rows) {
