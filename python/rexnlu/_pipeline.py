@@ -29,13 +29,15 @@ class RexnluWarning(UserWarning):
 
 
 def _device(device):
-    """ModelScope's device strings ('cpu', 'gpu', 'cuda', 'gpu:0', 'cuda:0') -> the engine's."""
-    name, _, index = str(device).lower().partition(":")
+    """ModelScope's device strings ('cpu', 'gpu', 'cuda', 'gpu:N', 'cuda:N') -> the engine's."""
+    name, colon, index = str(device).lower().partition(":")
     if name == "gpu":
         name = "cuda"
-    if index not in ("", "0") or name not in ("cpu", "cuda"):
-        raise ValueError(f"device {device!r}: expected 'cpu', 'cuda' (or 'gpu', 'cuda:0')")
-    return name
+    if name == "cpu" and index in ("", "0"):
+        return "cpu"
+    if name != "cuda" or (colon and not (index.isascii() and index.isdigit())):
+        raise ValueError(f"device {device!r}: expected 'cpu', 'cuda' or 'cuda:N' (or 'gpu', 'gpu:N')")
+    return f"cuda:{int(index)}" if colon else "cuda"
 
 
 def _model_dir(model):
@@ -181,8 +183,8 @@ def pipeline(task="rex-uninlu", model=None, device="cpu", *, precision="auto", t
 
     task: 'rex-uninlu' (RexUniNLU) or 'siamese-uie' (``Tasks.siamese_uie``; needs an engine with
     that model family). model: the model directory, a ModelScope model id already in the local
-    ModelScope cache, or None for the bundled demo model. device: 'cpu' or 'cuda' ('gpu',
-    'cuda:0'). precision: 'fp32', 'fp16', 'bf16', 'int8' (as the build supports), 'auto' = fp32 on the CPU, fp16 on a GPU. threads: CPU
+    ModelScope cache, or None for the bundled demo model. device: 'cpu', 'cuda' or 'cuda:N' (also
+    'gpu', 'gpu:N'). precision: 'fp32', 'fp16', 'bf16', 'int8' (as the build supports), 'auto' = fp32 on the CPU, fp16 on a GPU. threads: CPU
     threads (0 = one per core). model_revision: accepted for ModelScope code, ignored (the
     directory is what runs). options: extraction options for every call (docs/options.md).
     Raises ValueError for an unknown task, ModelError (a ValueError) for a bad model directory or

@@ -49,7 +49,7 @@ PYBIND11_MODULE(_rexnlu, m) {
 Engine(model=None, device='cpu', precision='auto', threads=0)
 
 model: the model directory (config.json, vocab.txt, model.safetensors or pytorch_model.bin), as
-  str or os.PathLike; None = the bundled demo model. device: 'cpu' or 'cuda'. precision: 'fp32',
+  str or os.PathLike; None = the bundled demo model. device: 'cpu', 'cuda' or 'cuda:N' (GPU N). precision: 'fp32',
   'fp16', 'bf16' or 'int8' (what the build and device support); 'auto' = fp32 on the CPU, fp16 on a GPU. threads: CPU threads, 0 = one per
   core (or OMP_NUM_THREADS).
 Raises ModelError (a ValueError) for a missing, corrupt or unsupported model directory, OSError

@@ -26,12 +26,11 @@ Engine load(const py::object& model_dir, const std::string& device, const std::s
     dir = utf8_arg(path, "model");
   }
   LoadOptions options;
-  const auto d = parse_device(device);
-  if (!d) throw py::value_error("device '" + device + "': expected 'cpu' or 'cuda'");
-  const auto p = precision == "auto" ? std::optional(default_precision(d.value_or(Device::kCpu))) : parse_precision(precision);
+  if (!parse_device_spec(device, options))
+    throw py::value_error("device '" + device + "': expected 'cpu', 'cuda' or 'cuda:N'");
+  const auto p = precision == "auto" ? std::optional(default_precision(options.device)) : parse_precision(precision);
   if (!p) throw py::value_error("precision '" + precision + "': expected 'fp32', 'fp16', 'bf16', 'int8' or 'auto'");
   if (threads < 0) throw py::value_error("threads must be >= 0 (0 = one per core), got " + std::to_string(threads));
-  options.device = *d;
   options.precision = *p;
   options.threads = threads;
   py::gil_scoped_release release;

@@ -161,6 +161,20 @@ def test_bad_model_and_task_raise_before_any_work(tmp_path):
         rexnlu.pipeline("ner", model=TINY_MODEL)
     with pytest.raises(ValueError, match="device"):
         rexnlu.pipeline("rex-uninlu", model=TINY_MODEL, device="tpu")
+    for bad in ("cuda:x", "gpu:", "cpu:1", "cuda:-1"):
+        with pytest.raises(ValueError, match="expected 'cpu', 'cuda' or 'cuda:N'"):
+            rexnlu.pipeline("rex-uninlu", model=TINY_MODEL, device=bad)
+    with pytest.raises(ValueError, match="expected 'cpu', 'cuda' or 'cuda:N'"):
+        rexnlu.Engine(TINY_MODEL, device="cuda:x")
+
+
+def test_devices_are_spelled_as_modelscope_and_the_cli_spell_them():
+    from rexnlu._pipeline import _device
+    assert [_device(d) for d in ("cpu", "CPU", "cpu:0", "cuda", "gpu", "cuda:0", "gpu:1", "cuda:12")] == [
+        "cpu", "cpu", "cpu", "cuda", "cuda", "cuda:0", "cuda:1", "cuda:12"]
+    # A GPU that is not there (or a build without CUDA): the engine's error, naming the device.
+    with pytest.raises(ValueError, match="cuda"):
+        rexnlu.Engine(TINY_MODEL, device="cuda:999")
     with pytest.raises(ValueError, match="option stride"):
         rexnlu.pipeline("rex-uninlu", model=TINY_MODEL, stride=600)
 
