@@ -19,6 +19,7 @@
 
 #include "backends/backend.h"
 #include "backends/cpu/gemm.h"
+#include "backends/cpu/dnnl_matmul.h"
 #include "backends/cpu/gemm_bf16.h"
 #include "backends/cpu/gemm_int8.h"
 #include "ops/activations.h"
@@ -881,6 +882,38 @@ TEST(Backends, UnsupportedDeviceOrPrecisionIsAClearError) {
       EXPECT_NE(std::string(e.what()).find("precision " + std::string(precision_name(p))), std::string::npos) << e.what();
     }
   }
+}
+
+// ---- oneDNN's matmul primitives (backends/cpu/dnnl_matmul.h)
+
+// One primitive per row count that ran, at most kMaxMatmulPrimitives kept: a service's packed
+// batches bring new row counts without end (unbounded, its memory grew ~0.2 MB per new row count).
+// A shape evicted is made again and gives the same bits; every row count matches the reference.
+TEST(CpuMatmulPrimitives, AtMostTheLimitAreKeptAndEvictedShapesAreMadeAgain) {
+  namespace cpu = backends::cpu;
+  const int in = 16, out = 8, max_rows = static_cast<int>(cpu::kMaxMatmulPrimitives) + 40;
+  const auto w = random_vec(size_t(out) * in, 1), b = random_vec(out, 2), x = random_vec(size_t(max_rows) * in, 3);
+  if (cpu::pack_matmul_weights(cpu::MatmulKind::kF32, w.data(), out, in) == nullptr) GTEST_SKIP() << "no oneDNN";
+  auto run = [&](int rows) {
+    std::vector<float> y(size_t(rows) * out, 42.0f);
+    cpu::matmul(cpu::MatmulKind::kF32, x.data(), rows, in, w.data(), nullptr, b.data(), out, y.data(), out);
+    return y;
+  };
+  const std::vector<float> first = run(1);
+  for (int rows = 2; rows <= max_rows; ++rows) {
+    const std::vector<float> y = run(rows);
+    if (rows % 97 != 0) continue;  // a sample of row counts against the reference
+    for (int r = 0; r < rows; ++r)
+      for (int o = 0; o < out; ++o) {
+        double want = b[o];
+        for (int k = 0; k < in; ++k) want += double(x[size_t(r) * in + k]) * w[size_t(o) * in + k];
+        ASSERT_NEAR(y[size_t(r) * out + o], want, 1e-4 * std::max(1.0, std::abs(want))) << "rows " << rows;
+      }
+  }
+  EXPECT_EQ(cpu::cached_matmul_primitives(), cpu::kMaxMatmulPrimitives);
+  const std::vector<float> again = run(1);  // evicted long ago (least recently used): made again
+  EXPECT_EQ(std::memcmp(again.data(), first.data(), again.size() * sizeof(float)), 0);
+  EXPECT_EQ(cpu::cached_matmul_primitives(), cpu::kMaxMatmulPrimitives);
 }
 
 // ---- --precision int8 on the CPU (backends/cpu/gemm_int8.h)

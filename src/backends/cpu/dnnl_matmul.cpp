@@ -1,6 +1,7 @@
 #include "backends/cpu/dnnl_matmul.h"
 
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -73,30 +74,61 @@ struct Primitive {
   bool packed = false;  // runs on the packed weights (else on the plain ones)
 };
 
+// Every primitive made, by (kind, rows, in, out, ldy, bias, packed, post-op), with its last use.
+// Each holds its own JIT code: unbounded, a service whose packed batches bring a new row count
+// with nearly every call grew by ~0.2-0.4 MB per new row count, for as long as it ran.
+struct PrimitiveCache {
+  struct Entry {
+    std::shared_ptr<const Primitive> primitive;
+    uint64_t last_use = 0;
+  };
+  std::map<std::tuple<int, int, int, int, int, bool, bool, int>, Entry> entries;
+  uint64_t clock = 0;
+};
+std::mutex& cache_mutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+PrimitiveCache& primitive_cache() {
+  static PrimitiveCache cache;
+  return cache;
+}
+
 std::string shape(int rows, int in, int out) {
   return "rows=" + std::to_string(rows) + " in=" + std::to_string(in) + " out=" + std::to_string(out);
 }
 
-// The primitive for one shape, made once. With packed weights it takes their layout, unless oneDNN
-// would run that on its reference kernel: then the plain layout (its gemm-based kernel).
-const Primitive& cached_primitive(MatmulKind k, int rows, int in, int out, int ldy, bool bias,
-                                  const PackedMatmulWeights* packed, MatmulPostOp post) {
-  static std::mutex mutex;
-  static std::map<std::tuple<int, int, int, int, int, bool, bool, int>, Primitive> cache;
-  const std::lock_guard<std::mutex> lock(mutex);
+// The primitive for one shape, made on first use and kept while it is among the
+// kMaxMatmulPrimitives most recently used. With packed weights it takes their layout, unless
+// oneDNN would run that on its reference kernel: then the plain layout (its gemm-based kernel).
+// Shared ownership: a primitive evicted by another thread stays alive until its call returns.
+std::shared_ptr<const Primitive> cached_primitive(MatmulKind k, int rows, int in, int out, int ldy, bool bias,
+                                                  const PackedMatmulWeights* packed, MatmulPostOp post) {
+  const std::lock_guard<std::mutex> lock(cache_mutex());
+  PrimitiveCache& cache = primitive_cache();
   const auto key =
       std::make_tuple(static_cast<int>(k), rows, in, out, ldy, bias, packed != nullptr, static_cast<int>(post));
-  auto it = cache.find(key);
-  if (it != cache.end()) return it->second;
-  Primitive p;
+  auto it = cache.entries.find(key);
+  if (it != cache.entries.end()) {
+    it->second.last_use = ++cache.clock;
+    return it->second.primitive;
+  }
+  auto p = std::make_shared<Primitive>();
   bool have = false;
   if (packed != nullptr && packed->memory) {
-    p.pd = make_pd(k, rows, in, out, ldy, bias, packed->desc, post);
-    p.packed = have = !is_reference(p.pd);
+    p->pd = make_pd(k, rows, in, out, ldy, bias, packed->desc, post);
+    p->packed = have = !is_reference(p->pd);
   }
-  if (!have) p.pd = make_pd(k, rows, in, out, ldy, bias, plain_weights(k, in, out), post);
-  p.prim = dnnl::matmul(p.pd);
-  return cache.emplace(key, std::move(p)).first->second;
+  if (!have) p->pd = make_pd(k, rows, in, out, ldy, bias, plain_weights(k, in, out), post);
+  p->prim = dnnl::matmul(p->pd);
+  if (cache.entries.size() >= kMaxMatmulPrimitives) {  // the least recently used goes
+    auto oldest = cache.entries.begin();
+    for (auto i = cache.entries.begin(); i != cache.entries.end(); ++i)
+      if (i->second.last_use < oldest->second.last_use) oldest = i;
+    cache.entries.erase(oldest);
+  }
+  cache.entries.emplace(key, PrimitiveCache::Entry{p, ++cache.clock});
+  return p;
 }
 
 // The calling thread's scratchpad (attr scratchpad_mode::user), grown as needed.
@@ -145,7 +177,8 @@ void matmul(MatmulKind kind, const void* x, int rows, int in, const void* w, con
     throw InternalError("oneDNN matmul " + shape(rows, in, out) + ": packed weights are [" +
                         std::to_string(packed->out) + ", " + std::to_string(packed->in) + "]");
   try {
-    const Primitive& p = cached_primitive(kind, rows, in, out, ldy, bias != nullptr, packed, post);
+    const std::shared_ptr<const Primitive> held = cached_primitive(kind, rows, in, out, ldy, bias != nullptr, packed, post);
+    const Primitive& p = *held;
     // W for a plain-layout primitive where the packed copy is the only one (no shape of the models
     // here on AVX-512 or AVX2; outputs into wider rows in tests/ops): for this call only (gemm.cpp).
     std::vector<std::byte> unpacked;
@@ -168,6 +201,11 @@ void matmul(MatmulKind kind, const void* x, int rows, int in, const void* w, con
   } catch (const dnnl::error& e) {
     throw InternalError("oneDNN matmul " + shape(rows, in, out) + ": " + e.what());
   }
+}
+
+size_t cached_matmul_primitives() {
+  const std::lock_guard<std::mutex> lock(cache_mutex());
+  return primitive_cache().entries.size();
 }
 
 int packed_out_features(const PackedMatmulWeights& packed) { return packed.out; }
@@ -203,6 +241,8 @@ void matmul(MatmulKind, const void*, int, int, const void*, const PackedMatmulWe
             MatmulPostOp) {
   throw InternalError("oneDNN matmul: this build has no oneDNN");
 }
+
+size_t cached_matmul_primitives() { return 0; }
 
 int packed_out_features(const PackedMatmulWeights&) { return 0; }
 

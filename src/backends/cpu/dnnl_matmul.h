@@ -4,12 +4,13 @@
 //   At load, pack_matmul_weights reorders W once into the layout the primitive prefers for this CPU
 //   (format_tag::any: AMX / AVX-512 blocked tiles on the Xeon, plain where oneDNN's kernel is the
 //   gemm-based one, e.g. AVX2). At run time one primitive per (kind, rows, in, out, bias) is made
-//   and cached; oneDNN threads it over the calling thread's OpenMP team (runtime ISA dispatch is
-//   oneDNN's, so one binary runs everywhere).
+//   and cached (at most kMaxMatmulPrimitives); oneDNN threads it over the calling thread's OpenMP
+//   team (runtime ISA dispatch is oneDNN's, so one binary runs everywhere).
 //   Where a primitive for some row count would not accept the packed layout (oneDNN would fall back
 //   to its reference kernel), that shape runs on the plain weights instead.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <string>
 
@@ -39,6 +40,13 @@ std::shared_ptr<const PackedMatmulWeights> pack_matmul_weights(MatmulKind kind, 
 // shape when oneDNN refuses it (dnnl::error: no kernel of that kind on this CPU).
 void matmul(MatmulKind kind, const void* x, int rows, int in, const void* w, const PackedMatmulWeights* packed,
             const float* bias, int out, void* y, int ldy, MatmulPostOp post = MatmulPostOp::kNone);
+
+// The primitives kept (one per row count and shape that ran; each holds its own JIT code, ~65 KB
+// measured with the demo model): at most kMaxMatmulPrimitives, the least recently used dropped first
+// (~130 MB at most). Enough for ~340 row counts of a model's ~6 product shapes; a workload of more
+// distinct row counts (a service's packed batches) makes again what it evicted (~0.1-0.3 ms each).
+inline constexpr size_t kMaxMatmulPrimitives = 2048;
+size_t cached_matmul_primitives();
 
 // W's out (rows of the [out, in] matrix), and W itself in the plain layout again, written to w
 // (out * in elements of the kind's weight type; an exact copy of what pack_matmul_weights read).
