@@ -397,6 +397,13 @@ TEST_F(Gpu, GemmAsksTheHeuristicOncePerRowBucket) {
     // Another bucket, another call.
     run(bucketed, 100);
     EXPECT_EQ(bucketed.heuristic_calls(), per_bucket + 1) << name(t);
+    // At most max_plans plans: then all go and are made again, with the same bits.
+    kg::Blas small(kg::AlgoChoice::kPerBucket, 3);
+    const std::vector<float> before = run(small, 300);
+    for (const int M : rows) run(small, M);
+    EXPECT_LE(small.cached_plans(), 3u) << name(t);
+    const std::vector<float> remade = run(small, 300);
+    EXPECT_EQ(std::memcmp(before.data(), remade.data(), before.size() * 4), 0) << name(t) << ": a plan made again";
   }
 }
 

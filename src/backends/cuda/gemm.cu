@@ -71,7 +71,7 @@ int Blas::row_bucket(int M) {
   return b;
 }
 
-Blas::Blas(AlgoChoice choice) : choice_(choice) {
+Blas::Blas(AlgoChoice choice, size_t max_plans) : choice_(choice), max_plans_(max_plans > 0 ? max_plans : 1) {
   cublasLtHandle_t h = nullptr;
   check_lt(cublasLtCreate(&h), "create");
   handle_ = h;
@@ -100,6 +100,7 @@ void Blas::gemm(const GemmArgs& g, void* workspace, size_t workspace_bytes, cuda
                 align_bias, g.gelu_tanh};
   auto it = plans_.find(key);
   if (it == plans_.end()) {
+    if (plans_.size() >= max_plans_) plans_.clear();  // bounded (a recorded graph keeps no plan)
     auto p = std::make_unique<Plan>();
     const cudaDataType_t ab = cuda_type(g.ab_type), ct = cuda_type(g.c_type);
     check_lt(cublasLtMatmulDescCreate(&p->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "matmul desc");

@@ -53,10 +53,12 @@ struct GemmArgs {
 enum class AlgoChoice { kPerShape, kPerBucket };
 
 // One cuBLASLt handle with a cache of matmul plans (descriptors + the chosen algorithm) keyed by
-// shape, types, strides, pointer alignment and epilogue. Not thread-safe: one per stream.
+// shape, types, strides, pointer alignment and epilogue; at most max_plans of them (then all are
+// dropped and made again as needed: a service's packed batches bring new row counts without end;
+// under kPerBucket a plan is made again without the heuristic). Not thread-safe: one per stream.
 class Blas {
  public:
-  explicit Blas(AlgoChoice choice = AlgoChoice::kPerBucket);
+  explicit Blas(AlgoChoice choice = AlgoChoice::kPerBucket, size_t max_plans = 4096);
   ~Blas();
   Blas(const Blas&) = delete;
   Blas& operator=(const Blas&) = delete;
@@ -79,6 +81,7 @@ class Blas {
   using Key = std::tuple<int, int, int, int, int, int, int, int, int, int, int, size_t, int, int, int, int>;
   void* handle_ = nullptr;  // cublasLtHandle_t
   AlgoChoice choice_;
+  size_t max_plans_;
   size_t heuristic_calls_ = 0;
   std::map<Key, std::unique_ptr<Plan>> plans_;
   std::map<Key, std::unique_ptr<Algo>> bucket_algos_;  // Key with M = row_bucket(M)
