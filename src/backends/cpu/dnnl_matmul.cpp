@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "backends/least_recent.h"
 #include "rexnlu/error.h"
 
 #if defined(REXNLU_BLAS_DNNL)
@@ -121,12 +122,8 @@ std::shared_ptr<const Primitive> cached_primitive(MatmulKind k, int rows, int in
   }
   if (!have) p->pd = make_pd(k, rows, in, out, ldy, bias, plain_weights(k, in, out), post);
   p->prim = dnnl::matmul(p->pd);
-  if (cache.entries.size() >= kMaxMatmulPrimitives) {  // the least recently used goes
-    auto oldest = cache.entries.begin();
-    for (auto i = cache.entries.begin(); i != cache.entries.end(); ++i)
-      if (i->second.last_use < oldest->second.last_use) oldest = i;
-    cache.entries.erase(oldest);
-  }
+  if (cache.entries.size() >= kMaxMatmulPrimitives)  // the least recently used goes
+    erase_least_recent(cache.entries, [](const PrimitiveCache::Entry& e) { return e.last_use; });
   cache.entries.emplace(key, PrimitiveCache::Entry{p, ++cache.clock});
   return p;
 }

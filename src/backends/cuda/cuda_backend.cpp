@@ -10,6 +10,7 @@
 
 #include "backends/cuda/device.h"
 #include "backends/cuda/ops.h"
+#include "backends/least_recent.h"
 #include "rexnlu/error.h"
 
 namespace rexnlu::backends::cuda {
@@ -205,12 +206,8 @@ void CudaBackend::run_recorded(const std::string& key, const std::function<void(
   }
   if (passes_seen_.size() > 4096) passes_seen_.clear();
   if (passes_seen_[key]++ == 0) return body();  // first pass of this shape: plans, workspace growth
-  if (graphs_.size() >= kMaxGraphs) {  // bounded: shapes come and go; the least recently replayed goes
-    auto oldest = graphs_.begin();
-    for (auto i = graphs_.begin(); i != graphs_.end(); ++i)
-      if (i->second->last_use < oldest->second->last_use) oldest = i;
-    graphs_.erase(oldest);
-  }
+  if (graphs_.size() >= kMaxGraphs)  // bounded: shapes come and go; the least recently replayed goes
+    erase_least_recent(graphs_, [](const std::unique_ptr<Graph>& g) { return g->last_use; });
   ++graphs_recorded_;
   cudaGraph_t graph = nullptr;
   check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed), "CudaBackend::run_recorded (capture)");
