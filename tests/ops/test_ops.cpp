@@ -903,12 +903,11 @@ TEST(CpuMatmulPrimitives, AtMostTheLimitAreKeptAndEvictedShapesAreMadeAgain) {
   for (int rows = 2; rows <= max_rows; ++rows) {
     const std::vector<float> y = run(rows);
     if (rows % 97 != 0) continue;  // a sample of row counts against the reference
-    for (int r = 0; r < rows; ++r)
-      for (int o = 0; o < out; ++o) {
-        double want = b[o];
-        for (int k = 0; k < in; ++k) want += double(x[size_t(r) * in + k]) * w[size_t(o) * in + k];
-        ASSERT_NEAR(y[size_t(r) * out + o], want, 1e-4 * std::max(1.0, std::abs(want))) << "rows " << rows;
-      }
+    std::vector<float> bias_rows(size_t(rows) * out);
+    for (size_t i = 0; i < bias_rows.size(); ++i) bias_rows[i] = b[i % out];
+    const std::vector<double> want = gemm_ref(true, rows, out, in, 1.0f, x, in, w, in, 1.0f, bias_rows, out);
+    for (size_t i = 0; i < want.size(); ++i)
+      ASSERT_NEAR(y[i], want[i], 1e-4 * std::max(1.0, std::abs(want[i]))) << "rows " << rows << ", element " << i;
   }
   EXPECT_EQ(cpu::cached_matmul_primitives(), cpu::kMaxMatmulPrimitives);
   const std::vector<float> again = run(1);  // evicted long ago (least recently used): made again
