@@ -91,6 +91,11 @@ start_server() {  # start_server TAG ARGS...: sets pid, port
   start_server_env "$tag" -- "$@"
 }
 stop_server() { kill -TERM "$pid"; wait "$pid" || echo "   rexnlu serve exited with $?"; }
+# One table row of an http_load.py result: "| LABEL | concurrency | answers | QPS | p50 | p95 | p99 |
+# statuses | socket errors |", and the first non-200 answer if there was one.
+load_row() {  # load_row LABEL JSON
+  "$py" -c "import json,sys; r=json.loads(sys.argv[2]); print('| %s | %d | %d | %.1f | %.2f | %.2f | %.2f | %s | %d |' % (sys.argv[1], r['concurrency'], r['requests'], r['ok_qps'], r['p50_ms'], r['p95_ms'], r['p99_ms'], r['statuses'], r['socket_errors'])); r['first_error'] and print('   first non-200 answer:', r['first_error'][:200])" "$1" "$2"
+}
 
 if has serve; then
   echo "== serve: loopback load, ${duration} s per run after 1 s of the same load (bench/http_load.py)"
@@ -110,7 +115,7 @@ if has serve; then
       for c in $concs; do
         r=$("$py" "$root/bench/http_load.py" --port "$port" --body "$dir/body.json" --concurrency "$c" --duration "$duration" --warmup 1)
         echo "$r" >> "$out/serve_runs.jsonl"
-        "$py" -c "import json,sys; r=json.loads(sys.argv[1]); print('| $model | $1 $2 | ${extra:-default} | %d | %d | %.1f | %.2f | %.2f | %.2f | %s | %d |' % (r['concurrency'], r['requests'], r['ok_qps'], r['p50_ms'], r['p95_ms'], r['p99_ms'], r['statuses'], r['socket_errors'])); r['first_error'] and print('   first non-200 answer:', r['first_error'][:200])" "$r"
+        load_row "$model | $1 $2 | ${extra:-default}" "$r"
       done
       curl -s "http://127.0.0.1:$port/info" > "$out/info_$tag.json"
       curl -s "http://127.0.0.1:$port/metrics" > "$out/metrics_$tag.txt"
@@ -140,7 +145,7 @@ PY
     for c in 1 64; do
       r=$("$py" "$root/bench/http_load.py" --port "$port" --bodies "$dir/bodies.jsonl" --concurrency "$c" --duration "$duration" --warmup 1)
       echo "$r" >> "$out/varied_runs.jsonl"
-      "$py" -c "import json,sys; r=json.loads(sys.argv[1]); print('| $setting | %d | %d | %.1f | %.2f | %.2f | %.2f | %s | %d |' % (r['concurrency'], r['requests'], r['ok_qps'], r['p50_ms'], r['p95_ms'], r['p99_ms'], r['statuses'], r['socket_errors'])); r['first_error'] and print('   first non-200 answer:', r['first_error'][:200])" "$r"
+      load_row "$setting" "$r"
     done
     stop_server
   done
