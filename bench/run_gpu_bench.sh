@@ -38,6 +38,9 @@ REXNLU_CUDA_GELU=erf "$BUILD/bench/encoder_bench" "$WORK/model" "$WORK/cases.jso
 # fp16 with the flash attention's key split turned off (REXNLU_CUDA_FA_SPLIT=off; by default the keys
 # of each row block are split over 2-4 blocks where the grid has fewer blocks than SMs: L512 b1).
 REXNLU_CUDA_FA_SPLIT=off "$BUILD/bench/encoder_bench" "$WORK/model" "$WORK/cases.json" 1 "$MIN_SECONDS" cuda fp16 >> "$WORK/results.jsonl"
+# fp16 with the flash attention's position terms always through shared memory (REXNLU_CUDA_FA_SHUFFLE=off;
+# by default a warp whose rows and keys run contiguously gathers them by shuffles): what that saves.
+REXNLU_CUDA_FA_SHUFFLE=off "$BUILD/bench/encoder_bench" "$WORK/model" "$WORK/cases.json" 1 "$MIN_SECONDS" cuda fp16 >> "$WORK/results.jsonl"
 # fp16 / bf16 with the WMMA attention kernel instead of the default flash one (backends/cuda/ops.h).
 [[ $SKIP_ROWS == *" wmma "* ]] || for p in fp16 bf16; do
   REXNLU_CUDA_ATTENTION=wmma "$BUILD/bench/encoder_bench" "$WORK/model" "$WORK/cases.json" 1 "$MIN_SECONDS" cuda "$p" >> "$WORK/results.jsonl"

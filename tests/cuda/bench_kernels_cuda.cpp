@@ -131,7 +131,7 @@ int main() {
 
   std::printf("| shape | type | qkv GEMM | attention (fused) | out GEMM+bias | LN+res | FFN up | GELU | FFN down | LN+res | "
               "layer sum | x12 layers | head GEMM (f32 out) | rotary | link scores | attention share | attention mma, 64 rows / 16 rows x 4 key groups | "
-              "attention fa by grid: split auto (rows, parts; 1 = unsplit) / split off | attention fa unsplit, 64 rows / 16 rows | "
+              "attention fa by grid: split auto (rows, parts; 1 = unsplit) / split off / shuffles off | attention fa unsplit, 64 rows / 16 rows | "
               "attention fa split forced, 64 rows x 2 parts / x 4 parts | link scores, tile 16 / 32 / 64 | "
               "FFN up + GELU epilogue (tanh) |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
@@ -242,12 +242,15 @@ int main() {
         const size_t per_part = size_t(T) * heads * (hd + 2) * sizeof(float);
         const double by_grid = time_us(s, [&] { kg::disentangled_attention_fa(af, s, 0); });
         const double split_off = time_us(s, [&] { kg::disentangled_attention_fa(off, s, 0); });
+        kg::AttentionArgs no_shuffle = af;  // runs of contiguous positions through shared memory too
+        no_shuffle.fa_shuffle = false;
+        const double shuffle_off = time_us(s, [&] { kg::disentangled_attention_fa(no_shuffle, s, 0); });
         const double fa64 = time_us(s, [&] { kg::disentangled_attention_fa(af, s, 64, 1); });
         const double fa16 = time_us(s, [&] { kg::disentangled_attention_fa(af, s, 16, 1); });
         const double split2 = time_us(s, [&] { kg::disentangled_attention_fa(af, s, 64, 2); });
         const double split4 = time_us(s, [&] { kg::disentangled_attention_fa(af, s, 64, 4); });
-        std::printf(" %.1f (%d rows, %zu) / %.1f | %.1f / %.1f | %.1f / %.1f |", by_grid, rows,
-                    bytes == 0 ? size_t(1) : bytes / per_part, split_off, fa64, fa16, split2, split4);
+        std::printf(" %.1f (%d rows, %zu) / %.1f / %.1f | %.1f / %.1f | %.1f / %.1f |", by_grid, rows,
+                    bytes == 0 ? size_t(1) : bytes / per_part, split_off, shuffle_off, fa64, fa16, split2, split4);
         cudaFree(split_ws);
       } else {
         std::printf(" - | - | - |");

@@ -135,6 +135,21 @@ void expect_close(const std::vector<float>& got, const std::vector<float>& want,
   std::printf("  %-44s max rel err %.3g (tol %.1g)\n", what.c_str(), worst, tol);
 }
 
+// The same bits: the count of elements that differ and the largest difference where they do.
+void expect_bits_equal(const std::vector<float>& got, const std::vector<float>& want, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  size_t differ = 0, at = 0;
+  double worst = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (std::memcmp(&got[i], &want[i], sizeof(float)) == 0) continue;
+    ++differ;
+    const double d = std::abs(double(got[i]) - want[i]);
+    if (!(d <= worst)) worst = std::isnan(d) ? INFINITY : d, at = i;
+  }
+  EXPECT_EQ(differ, 0u) << what << ": " << differ << " of " << got.size() << " values differ, most at " << at << " ("
+                        << got[at] << " against " << want[at] << ")";
+}
+
 const char* name(DType t) { return t == DType::kF32 ? "f32" : t == DType::kF16 ? "f16" : "bf16"; }
 
 // Position ids of a test batch: kSegments restart at 0..4 with each segment (prompt-like),
@@ -840,6 +855,12 @@ void check_attention(const Batch& batch, int heads, int head_dim, DType t, const
       dout.poison();
       kg::disentangled_attention_fa(a, nullptr, rows, 1);
       EXPECT_EQ(std::memcmp(got.data(), dout.floats(t).data(), got.size() * 4), 0) << label << ": run twice, other bits";
+      // Runs of contiguous positions gathered through shared memory like the rest: the same bits.
+      kg::AttentionArgs no_shuffle = a;
+      no_shuffle.fa_shuffle = false;
+      dout.poison();
+      kg::disentangled_attention_fa(no_shuffle, nullptr, rows, 1);
+      expect_bits_equal(got, dout.floats(t), label + " shuffles off");
     }
     // The dispatch runs it (tensor cores wherever supported, the flash kernel; WMMA at head_dim 16),
     // with the key split's workspace where the grid splits (AttentionArgs::fa_split kAuto, the default).
@@ -1009,6 +1030,11 @@ void check_flash_split(const Batch& batch, int heads, const std::string& what, u
         dout.poison();
         kg::disentangled_attention_fa(a, nullptr, rows, parts);
         EXPECT_EQ(std::memcmp(got.data(), dout.floats(t).data(), got.size() * 4), 0) << label << ": run twice, other bits";
+        kg::AttentionArgs no_shuffle = a;  // runs through shared memory too (AttentionArgs::fa_shuffle): the same bits
+        no_shuffle.fa_shuffle = false;
+        dout.poison();
+        kg::disentangled_attention_fa(no_shuffle, nullptr, rows, parts);
+        expect_bits_equal(got, dout.floats(t), label + " shuffles off");
         if (rows == 0 && parts == 0) {  // the dispatch passes fa_split and the workspace on
           kg::AttentionArgs d = a;
           d.tensor_cores = 1, d.tc_kernel = kg::TensorCoreKernel::kFlash;

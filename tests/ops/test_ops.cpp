@@ -1251,7 +1251,7 @@ TEST(PreparedWeights, Bf16PackedAgreesWithPlain) {
 TEST(Backends, CudaEnvironmentSwitchesRejectUnknownValues) {
   const auto devices = backends::available_devices();
   if (std::find(devices.begin(), devices.end(), Device::kCuda) == devices.end()) GTEST_SKIP() << "no usable GPU";
-  for (const char* name : {"REXNLU_CUDA_ATTENTION", "REXNLU_CUDA_FA_SPLIT", "REXNLU_CUDA_GELU", "REXNLU_CUDA_GRAPHS",
+  for (const char* name : {"REXNLU_CUDA_ATTENTION", "REXNLU_CUDA_FA_SPLIT", "REXNLU_CUDA_FA_SHUFFLE", "REXNLU_CUDA_GELU", "REXNLU_CUDA_GRAPHS",
                            "REXNLU_CUDA_VERIFY", "REXNLU_CUDA_16BIT_ACTIVATIONS", "REXNLU_CUDA_MMA_ATTENTION",
                            "REXNLU_CUDA_PDL", "REXNLU_CUDA_GEMM_ALGO"}) {
     const char* before = std::getenv(name);
@@ -1417,6 +1417,7 @@ class Ops16Test : public ::testing::TestWithParam<Precision> {
     unsetenv("REXNLU_CUDA_16BIT_ACTIVATIONS");  // the default at fp16 / bf16 (cuda_backend.h)
     unsetenv("REXNLU_CUDA_GELU");               // likewise: the GELU in the FFN product's epilogue
     unsetenv("REXNLU_CUDA_FA_SPLIT");           // likewise: the flash attention's key split (auto)
+    unsetenv("REXNLU_CUDA_FA_SHUFFLE");         // likewise: its position terms by shuffles (on)
     open_backend();
     t_ = be_->activation_type();
     ASSERT_EQ(t_, GetParam() == Precision::kFloat16 ? DType::kF16 : DType::kBF16)
@@ -1799,6 +1800,32 @@ TEST(CudaFlashSplit, EnvironmentVariableIsReadAndChecked) {
   unsetenv("REXNLU_CUDA_FA_SPLIT");
   auto be = backends::make_backend(options);
   EXPECT_EQ(CudaBackend::of(*be).fa_split(), FlashSplit::kAuto);  // the default (ops.h)
+#else
+  GTEST_SKIP() << "built without CUDA";
+#endif
+}
+
+// REXNLU_CUDA_FA_SHUFFLE: the flash kernel's position terms of contiguous positions by warp shuffles,
+// on (the default) or off (describe() says so); any other value is refused, naming the variable and
+// the accepted values.
+TEST(CudaFlashShuffle, EnvironmentVariableIsReadAndChecked) {
+#if REXNLU_HAVE_CUDA
+  const auto devices = backends::available_devices();
+  if (std::find(devices.begin(), devices.end(), Device::kCuda) == devices.end()) GTEST_SKIP() << "no usable GPU";
+  using backends::cuda::CudaBackend;
+  const LoadOptions options{Device::kCuda, Precision::kFloat16, 0};
+  const std::string what = expect_env_refused("REXNLU_CUDA_FA_SHUFFLE", "auto", options);
+  EXPECT_NE(what.find("expected on"), std::string::npos) << what;
+  EXPECT_NE(what.find(" or off"), std::string::npos) << what;
+  for (auto [value, on] : {std::pair{"off", false}, {"on", true}}) {
+    setenv("REXNLU_CUDA_FA_SHUFFLE", value, 1);
+    auto be = backends::make_backend(options);
+    EXPECT_EQ(CudaBackend::of(*be).fa_shuffle(), on) << value;
+    EXPECT_EQ(be->describe().find("(shuffles off)") != std::string::npos, !on) << be->describe();
+  }
+  unsetenv("REXNLU_CUDA_FA_SHUFFLE");
+  auto be = backends::make_backend(options);
+  EXPECT_TRUE(CudaBackend::of(*be).fa_shuffle());  // the default (ops.h)
 #else
   GTEST_SKIP() << "built without CUDA";
 #endif

@@ -19,6 +19,17 @@
 // first, from an index inside the window, then the adds where the pair indexes it); then the mask
 // and an online softmax in registers (row max and sum over the quad of lanes that holds a row), P
 // converted to A fragments in registers and O += P·V (ldmatrix.trans of V).
+// Runs (WQ = 4, AttentionArgs::fa_shuffle): where a warp's 16 rows run contiguously (pos_i =
+// p_q + i), the chunk's 32 keys too (pos_j = p_k + j) and no index of theirs clamps, idx = base +
+// 31 + i - j with base = p_q - p_k + rel_rows/2 - 31, so the warp computes its terms over the 48
+// relative rows [base, base + 48) in registers instead: C2P as T = Q·Kr^T (16 x 48), P2C transposed
+// as T2 = Qr·K^T (48 x 32, the K fragments of S), and each score's two terms come from a lane of
+// its quad (C2P, same row) and of its column group (P2C, same key) by one shuffle each (the lane
+// handing a value out knows which of two registers its reader needs): no fp32 buffer, no gather
+// through shared memory, no barrier between the warps' P2C and their gathers. Other warps of the
+// block and other chunks (a segment start inside, clamped indices, more than one window) take
+// the shared-memory path; the same products (the mma's sum for one element does not depend on
+// its place in the tile) added in the same order, so the same bits.
 // Loads: cp.async 16-byte copies; K, V and key positions are double buffered (the next chunk
 // is fetched while this one is computed); the relative rows live in a ring (row r at slot
 // r % kRing) that keeps the rows shared by consecutive chunks' windows; the next chunk's first
@@ -198,6 +209,9 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a,
   const int wq = WQ == 4 ? warp : 0;  // the warp's 16-row tile
   const int kw = WQ == 4 ? 0 : warp;  // the warp's keys within a chunk: [kw * kKW, kw * kKW + kKW)
   const int g = lane >> 2, qd = lane & 3;
+  // Runs (see the top of the file): the 64-row shape, 32-key chunks.
+  constexpr bool kRuns = WQ == 4;
+  static_assert(!kRuns || kKW == 32, "runs: 32 keys per warp and chunk");
 
   const int b = kSplit ? blockIdx.z / sp.parts : blockIdx.z, h = blockIdx.y, i0 = blockIdx.x * kBq;
   const int row0 = a.batch.offsets[b];
@@ -306,6 +320,14 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a,
   int pq[2];
 #pragma unroll
   for (int rr = 0; rr < 2; ++rr) pq[rr] = pos[i0 + min(16 * wq + g + 8 * rr, nq - 1)];
+  // Runs: whether the warp's valid rows run contiguously from wq_first (its first row's position).
+  int wq_first = 0;
+  bool wrun = false;
+  if (kRuns && warp_rows) {
+    const int il = 16 * wq + (lane & 15), p = pos[i0 + min(il, nq - 1)];
+    wq_first = __shfl_sync(kFull, p, 0);
+    wrun = __all_sync(kFull, il >= nq || p - (lane & 15) == wq_first) != 0;
+  }
 
   // Key positions: raw values of a chunk per lane (keys c*kBk + 32u + lane), then the range of
   // each 16-key tile (INT_MAX / INT_MIN when it holds no key).
@@ -324,6 +346,15 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a,
       tmn[2 * u] = __shfl_sync(kFull, mn, 0), tmn[2 * u + 1] = __shfl_sync(kFull, mn, 16);
       tmx[2 * u] = __shfl_sync(kFull, mx, 0), tmx[2 * u + 1] = __shfl_sync(kFull, mx, 16);
     }
+  };
+  // Runs: whether chunk c's keys run contiguously (keys past L do not count: masked), and the
+  // position of its first key.
+  const auto key_run = [&](int c, const int (&raw)[kKu], int& first) {
+    first = __shfl_sync(kFull, raw[0], 0);
+    bool ok = true;
+#pragma unroll
+    for (int u = 0; u < kKu; ++u) ok = ok && (c * kBk + 32 * u + lane >= L || raw[u] - 32 * u - lane == first);
+    return __all_sync(kFull, ok) != 0;
   };
   // Mask bytes of the thread's accumulator elements of chunk c (0 for rows / keys past L).
   const auto load_mask = [&](int c, uint32_t (&mk)[2][kNt][2]) {
@@ -345,6 +376,8 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a,
   int raw[kKu], ctmn[kKt], ctmx[kKt];
   load_pos(c0, raw);
   tile_ranges(c0, raw, ctmn, ctmx);
+  int cfirst = 0;  // runs: chunk c's first key position and whether its keys run contiguously
+  bool crun = kRuns && key_run(c0, raw, cfirst);
   if (nc > c0 + 1) load_pos(c0 + 1, raw);
   uint32_t mk_next[2][kNt][2];
   load_mask(c0, mk_next);
@@ -380,9 +413,18 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a,
     }
     const int rlo = clamp_rel(qmn - kmx + half, R), rhi = clamp_rel(qmx - kmn + half, R);
     const int nsub = (rhi - rlo) / kRw + 1;
+    // Runs: this warp's terms by shuffles (one window, the chunk's keys and the warp's rows run, no
+    // index of theirs clamps; a warp without valid rows computes nothing either way); all_fast:
+    // every warp of the block (then no shared P2C and no barrier before the gathers).
+    const int run_base = wq_first - cfirst + half - 31;
+    const bool fast = kRuns && a.fa_shuffle && nsub == 1 && crun &&
+                      (!warp_rows || (wrun && run_base >= 0 && run_base + 47 <= R - 1));
 
     cp_wait_all();
-    __syncthreads();  // chunk c and its first window landed; everyone is done with chunk c-1
+    // Chunk c and its first window landed; everyone is done with chunk c-1.
+    bool all_fast = false;
+    if constexpr (kRuns) all_fast = __syncthreads_and(fast) != 0;
+    else __syncthreads();
     if (c == c0) {
 #pragma unroll
       for (int kk = 0; kk < kKd; ++kk)
@@ -399,17 +441,24 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a,
     int ntmn[kKt], ntmx[kKt];
 #pragma unroll
     for (int t = 0; t < kKt; ++t) ntmn[t] = ctmn[t], ntmx[t] = ctmx[t];
+    int nfirst = 0;
+    bool nrun = false;
     if (c + 1 < nc) {
       tile_ranges(c + 1, raw, ntmn, ntmx);
+      if constexpr (kRuns) nrun = key_run(c + 1, raw, nfirst);
       if (c + 2 < nc) load_pos(c + 2, raw);
       fetch_chunk(c + 1, cur ^ 1);
       cp_commit();
     }
-    uint32_t mk[2][kNt][2];
+    // This chunk's mask as bits (rr, n, e) -> bit 2 (kNt rr + n) + e: 1 register instead of 2 x kNt x 2
+    // (the next chunk's bytes stay bytes while their loads are in flight).
+    uint32_t mk = 0;
 #pragma unroll
     for (int rr = 0; rr < 2; ++rr)
 #pragma unroll
-      for (int n = 0; n < kNt; ++n) mk[rr][n][0] = mk_next[rr][n][0], mk[rr][n][1] = mk_next[rr][n][1];
+      for (int n = 0; n < kNt; ++n)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) mk |= (mk_next[rr][n][e] != 0u ? 1u : 0u) << (2 * (kNt * rr + n) + e);
     if (c + 1 < nc) load_mask(c + 1, mk_next);
 
     // S = Q·K^T over the warp's keys.
@@ -429,15 +478,97 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a,
         mma<T>(s[2 * n2 + 1], qf[kk], bb[2], bb[3]);
       }
     }
-    // Key positions of the thread's columns.
-    int pk[kNt][2];
-#pragma unroll
-    for (int n = 0; n < kNt; ++n)
-#pragma unroll
-      for (int e = 0; e < 2; ++e) pk[n][e] = posk_s[cur * kBk + kw * kKW + 8 * n + 2 * qd + e];
 
-    // Position terms, window by window.
-    for (int sub = 0; sub < nsub; ++sub) {
+    // Runs: the warp's position terms in registers, gathered by shuffles (see the top of the file).
+    const auto run_terms = [&] {
+      if (!warp_rows) return;
+      // Runs: the score at (row g + 8h, key 8n + 2qd + e) takes column / row c = u_e + 8(h - n) of T / T2
+      // (u_e = 31 + g - 2qd - e, in [24, 38]): T's from lane 4g + ((u_e & 7) >> 1) (the same row), T2's
+      // from lane 4(u_e & 7) + qd (the same key). The lane handing a value out serves one reader per e,
+      // whose u decides the register: tile (u >> 3) + h - n, u >> 3 being 3 or 4 (hi_*), and for T the
+      // column's parity (odd_c).
+      int src_c[2], src_p[2];
+      bool hi_c[2], odd_c[2], hi_p[2];
+    #pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int u = 31 + g - 2 * qd - e;
+        src_c[e] = 4 * g + ((u & 7) >> 1);
+        src_p[e] = 4 * (u & 7) + qd;
+        const int a0 = 31 + g - e, uc = a0 - 2 * (((a0 >> 1) - qd) & 3);  // u of the quad lane reading this one's T
+        hi_c[e] = uc >= 32, odd_c[e] = (uc & 1) != 0;
+        const int gr = (g + 1 + 2 * qd + e) & 7;  // g of the lane (same qd) reading this one's T2
+        hi_p[e] = 31 + gr - 2 * qd - e >= 32;
+      }
+      // T = Q·Kr[run_base, run_base + 48)^T: n8 tile t of columns [8t, 8t + 8), as C2P's window
+      // tiles. Key tiles 0, 1 read T's tiles 2..5, key tiles 2, 3 tiles 0..3: tiles 0, 1 are computed
+      // once 4, 5 are no longer needed (fewer registers live).
+      float tc[6][4];
+      const auto c2p_pair = [&](int t) {  // T's tiles 2t, 2t + 1
+        tc[2 * t][0] = tc[2 * t][1] = tc[2 * t][2] = tc[2 * t][3] = 0.0f;
+        tc[2 * t + 1][0] = tc[2 * t + 1][1] = tc[2 * t + 1][2] = tc[2 * t + 1][3] = 0.0f;
+        const int r = run_base + 16 * t + (lane & 7) + (lane >> 4) * 8;
+        const uint32_t addr = sbase + S::kr + ((r % kRing) * kLdh + ((lane >> 3) & 1) * 8) * 2;
+#pragma unroll
+        for (int kk = 0; kk < kKd; ++kk) {
+          uint32_t bb[4];
+          ldsm_x4(bb, addr + kk * 32);
+          mma<T>(tc[2 * t], qf[kk], bb[0], bb[1]);
+          mma<T>(tc[2 * t + 1], qf[kk], bb[2], bb[3]);
+        }
+      };
+      c2p_pair(1);
+      c2p_pair(2);
+      static_assert(!kRuns || kNt == 4, "runs: two pairs of key tiles");
+#pragma unroll
+      for (int n2 = 0; n2 < kNt / 2; ++n2) {
+        if (n2 == 1) c2p_pair(0);
+        // T2 = Qr[run_base, run_base + 48)·K^T over key tiles 2n2, 2n2 + 1: m16 tile m, n8 tile nn.
+        float tp[3][2][4];
+#pragma unroll
+        for (int m = 0; m < 3; ++m)
+#pragma unroll
+          for (int nn = 0; nn < 2; ++nn) tp[m][nn][0] = tp[m][nn][1] = tp[m][nn][2] = tp[m][nn][3] = 0.0f;
+        const uint32_t krow = kbuf + ((16 * n2 + (lane & 7) + (lane >> 4) * 8) * kLdh + ((lane >> 3) & 1) * 8) * 2;
+#pragma unroll
+        for (int kk = 0; kk < kKd; ++kk) {
+          uint32_t bb[4];
+          ldsm_x4(bb, krow + kk * 32);
+#pragma unroll
+          for (int m = 0; m < 3; ++m) {
+            const int r = run_base + 16 * m + (lane & 15);
+            uint32_t af[4];
+            ldsm_x4(af, sbase + S::qr + ((r % kRing) * kLdh + (lane >> 4) * 8) * 2 + kk * 32);
+            mma<T>(tp[m][0], af, bb[0], bb[1]);
+            mma<T>(tp[m][1], af, bb[2], bb[3]);
+          }
+        }
+        // Each score adds c2p + p2c as the shared-memory gather does.
+#pragma unroll
+        for (int nn = 0; nn < 2; ++nn) {
+          const int n = 2 * n2 + nn;
+#pragma unroll
+          for (int hh = 0; hh < 2; ++hh)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+              const int lo = 3 + hh - n;  // the reader's tile is lo or lo + 1 (u >> 3 = 3 or 4)
+              const float c_lo = odd_c[e] ? tc[lo][2 * hh + 1] : tc[lo][2 * hh];
+              const float c_hi = odd_c[e] ? tc[lo + 1][2 * hh + 1] : tc[lo + 1][2 * hh];
+              const float p_lo = tp[lo >> 1][nn][2 * (lo & 1) + e];
+              const float p_hi = tp[(lo + 1) >> 1][nn][2 * ((lo + 1) & 1) + e];
+              const float cv = __shfl_sync(kFull, hi_c[e] ? c_hi : c_lo, src_c[e]);
+              const float pv = __shfl_sync(kFull, hi_p[e] ? p_hi : p_lo, src_p[e]);
+              s[n][2 * hh + e] += cv + pv;
+            }
+        }
+      }
+    };
+
+    // Position terms: a fast warp's by shuffles (one window; it reads the ring before the barrier
+    // below or the one before the gathers, which free the ring), then the others' window by window,
+    // every warp taking its share of the block's P2C items for them.
+    if (fast) run_terms();
+    if (all_fast) __syncthreads();  // every warp's last read of the ring in this chunk (the next window follows)
+    for (int sub = 0; sub < (all_fast ? 0 : nsub); ++sub) {
       const int r0 = rlo + sub * kRw, nr = min(kRw, rhi - r0 + 1);
       if (sub > 0) {  // a further window: nobody reads the ring, c2p or p2c any more, then fetch
         __syncthreads();
@@ -541,7 +672,8 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a,
           for (int n = 0; n < kNt; ++n)
 #pragma unroll
             for (int e = 0; e < 2; ++e) {
-              const int idx = clamp_rel(pq[rr] - pk[n][e] + half, R) - r0;
+              const int pk = posk_s[cur * kBk + kw * kKW + 8 * n + 2 * qd + e];  // the key's position
+              const int idx = clamp_rel(pq[rr] - pk + half, R) - r0;
               const int jl = kw * kKW + 8 * n + 2 * qd + e;
               in[rr][n][e] = static_cast<unsigned>(idx) < static_cast<unsigned>(nr);
               const int at = in[rr][n][e] ? idx : 0;
@@ -556,10 +688,10 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a,
               if (in[rr][n][e]) s[n][2 * rr + e] += t[rr][n][e];
       };
       if constexpr (kWK == 1) {
-        c2p_tiles();
+        if (!fast) c2p_tiles();
         p2c_items();
         __syncthreads();  // every warp gathers every key's p2c
-        gather(true, true);
+        if (!fast) gather(true, true);
       } else {  // one buffer per warp: C2P, its gather, then P2C, its gather
         c2p_tiles();
         __syncwarp();
@@ -588,7 +720,7 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a,
       for (int n = 0; n < kNt; ++n)
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
-          const float x = mk[rr][n][e] != 0u ? s[n][2 * rr + e] * sl2 : -INFINITY;
+          const float x = (mk >> (2 * (kNt * rr + n) + e)) & 1u ? s[n][2 * rr + e] * sl2 : -INFINITY;
           s[n][2 * rr + e] = x;
           mx = fmaxf(mx, x);
         }
@@ -630,6 +762,7 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a,
     }
 #pragma unroll
     for (int t = 0; t < kKt; ++t) ctmn[t] = ntmn[t], ctmx[t] = ntmx[t];
+    crun = nrun, cfirst = nfirst;
   }
 
   // ---- output ---------------------------------------------------------------------------------

@@ -97,6 +97,12 @@ CudaBackend::CudaBackend(int device_index, Precision precision)
           "kernel's bits at every grid)");
       !split.empty())
     fa_split_ = split == "auto" ? FlashSplit::kAuto : FlashSplit::kOff;
+  if (const std::string shuffle = env_choice(
+          "REXNLU_CUDA_FA_SHUFFLE", "on", "off",
+          "expected on (the default: the flash attention kernel gathers the position terms of contiguous "
+          "positions by warp shuffles) or off (always through shared memory; the same bits)");
+      !shuffle.empty())
+    fa_shuffle_ = shuffle == "on";
   // REXNLU_CUDA_GELU (cuda_backend.h): unset = the epilogue at fp16 only, tanh = at bf16 too, erf = never.
   const std::string gelu_choice =
       env_choice("REXNLU_CUDA_GELU", "tanh", "erf",
@@ -165,7 +171,8 @@ std::string CudaBackend::describe() const {
   const std::string attention = precision() == Precision::kFloat32 ? ""
                                 : attention_kernel_ == TensorCoreKernel::kFlash && !fp32_activations_
                                     ? std::string(", flash attention where it applies") +
-                                          (fa_split_ == FlashSplit::kOff ? " (key split off)" : "")
+                                          (fa_split_ == FlashSplit::kOff ? " (key split off)" : "") +
+                                          (fa_shuffle_ ? "" : " (shuffles off)")
                                     : ", WMMA attention";
   return "cuda:" + std::to_string(index_) + ", " + name_ + ", " + std::string(precision_name(precision())) +
          " weights, " + std::string(activations) + " activations, cuBLASLt" + attention +

@@ -78,6 +78,10 @@ class CudaBackend final : public Backend {
   // The flash kernel's key split at small grids (AttentionArgs::fa_split, ops.h): REXNLU_CUDA_FA_SPLIT=auto
   // (the default) or off (the unsplit kernel's bits everywhere); another value throws from the constructor.
   FlashSplit fa_split() const { return fa_split_; }
+  // The flash kernel's position terms of contiguous positions by warp shuffles (AttentionArgs::fa_shuffle,
+  // ops.h): REXNLU_CUDA_FA_SHUFFLE=on (the default) or off (through shared memory; the same bits);
+  // another value throws from the constructor.
+  bool fa_shuffle() const { return fa_shuffle_; }
   // Whether our kernels are launched with programmatic dependent launch (common.h, types.cuh):
   // on an sm_90+ device unless REXNLU_CUDA_PDL=0 (plain launches; below sm_90 always plain; measured
   // 1-3 % faster on the H200, docs/benchmarks.md session 12); another value throws from the constructor. Set process-wide
@@ -124,6 +128,7 @@ class CudaBackend final : public Backend {
   int attention_tensor_cores_ = -1;
   TensorCoreKernel attention_kernel_ = TensorCoreKernel::kFlash;
   FlashSplit fa_split_ = FlashSplit::kAuto;
+  bool fa_shuffle_ = true;
   bool programmatic_launch_ = false;
   bool gelu_epilogue_ = false;
 };

@@ -84,6 +84,12 @@ struct AttentionArgs {
   int tensor_cores = -1;
   TensorCoreKernel tc_kernel = TensorCoreKernel::kFlash;
   FlashSplit fa_split = FlashSplit::kAuto;
+  // The flash kernel's position terms where a warp's 16 query rows and a 32-key chunk both run
+  // contiguously (attention_fa.cu, "Runs"): true (the default) computes them per warp in registers
+  // and gathers them by warp shuffles; false always through its shared-memory buffers (as where
+  // positions restart or indices clamp). The same bits either way (checked by tests/cuda).
+  // CudaBackend: REXNLU_CUDA_FA_SHUFFLE=on|off.
+  bool fa_shuffle = true;
   DeviceBatch batch;
   int num_heads = 0;
   int head_dim = 0;  // 16, 32, 64 or 128
