@@ -112,6 +112,62 @@ double time_us(cudaStream_t s, const std::function<void()>& f) {
 
 const char* name(DType t) { return t == DType::kF32 ? "f32" : t == DType::kF16 ? "f16" : "bf16"; }
 
+// The flash attention of ONE sequence (grids short of SMs: what a single request runs), fp16, for
+// the demo model's 4 heads and the full-size model's 12 (x 64) at lengths 32..512: each block shape
+// unsplit, and split into 2 and 4 parts (fewer where the sequence has fewer key chunks), against
+// what the dispatch picks (AttentionArgs::fa_split kAuto).
+void small_grids(cudaStream_t s) {
+  std::printf("\n| heads | L | by grid (rows, parts) | 16 rows x 1 / x 2 / x 4 | 64 rows x 1 / x 2 / x 4 |\n|---|---|---|---|---|\n");
+  const int hd = 64, rel_rows = 512;
+  for (int heads : {4, 12}) {
+    for (int L : {32, 64, 96, 128, 192, 256, 384, 512}) {
+      const int H = heads * hd;
+      std::vector<int32_t> offsets{0, L}, pos;
+      std::vector<int64_t> mask_offsets{0};
+      for (int t = 0; t < L; ++t) pos.push_back(t < 20 ? t : t - 20);  // prompt, then text from 0
+      std::vector<uint8_t> masks(size_t(L) * L, 1);
+      kg::DeviceBatch batch;
+      batch.num_sequences = 1, batch.max_length = L, batch.rows = L;
+      void* const uploads[] = {upload(offsets), upload(mask_offsets), upload(pos), upload(masks)};
+      batch.offsets = static_cast<int32_t*>(uploads[0]);
+      batch.mask_offsets = static_cast<int64_t*>(uploads[1]);
+      batch.position_ids = static_cast<int32_t*>(uploads[2]);
+      batch.masks = static_cast<uint8_t*>(uploads[3]);
+      const DType t = DType::kF16;
+      void* qkv = device_random(size_t(L) * 3 * H, t, 2, -1, 1);
+      void* rel = device_random(size_t(rel_rows) * 2 * H, t, 3, -1, 1);
+      void* ctx = device_random(size_t(L) * H, t, 10, -1, 1);
+      kg::AttentionArgs a;
+      a.type = a.compute = t, a.batch = batch, a.num_heads = heads, a.head_dim = hd, a.q = qkv;
+      a.k = static_cast<char*>(qkv) + H * 2, a.v = static_cast<char*>(qkv) + 2 * H * 2, a.ld_qkv = 3 * H;
+      a.q_rel = rel, a.k_rel = static_cast<char*>(rel) + H * 2, a.ld_rel = 2 * H, a.rel_rows = rel_rows;
+      a.scale = std::sqrt(192.0f), a.out = ctx, a.ld_out = H;
+      size_t most = kg::attention_fa_workspace_bytes(a);
+      for (int rows : {16, 64})
+        for (int parts : {2, 4}) most = std::max(most, kg::attention_fa_workspace_bytes(a, rows, parts));
+      void* ws = nullptr;
+      kg::check(cudaMalloc(&ws, std::max<size_t>(most, 16)), "split workspace");
+      a.fa_workspace = ws, a.fa_workspace_bytes = most;
+      const int sms = kg::device_limits("bench_kernels_cuda").sms;
+      const size_t bytes = kg::attention_fa_workspace_bytes(a), per_part = size_t(L) * heads * (hd + 2) * sizeof(float);
+      const int rows = bytes > 0 || !kg::attention_grid_is_small(a, sms) ? 64 : 16;  // the split runs 64 rows
+      std::printf("| %d | %d | %.1f (%d, %zu) |", heads, L, time_us(s, [&] { kg::disentangled_attention_fa(a, s, 0); }),
+                  rows, bytes == 0 ? size_t(1) : bytes / per_part);
+      for (int r : {16, 64}) {
+        const int chunks = (L + (r == 64 ? 32 : 64) - 1) / (r == 64 ? 32 : 64);
+        for (int parts : {1, 2, 4}) {
+          if (parts > chunks) std::printf(" -");
+          else std::printf(" %.1f", time_us(s, [&] { kg::disentangled_attention_fa(a, s, r, parts); }));
+          std::printf("%s", parts == 4 ? " |" : " /");
+        }
+      }
+      std::printf("\n");
+      for (void* p : uploads) cudaFree(p);
+      for (void* p : {qkv, rel, ctx, ws}) cudaFree(p);
+    }
+  }
+}
+
 }  // namespace
 
 int main() {
@@ -238,7 +294,7 @@ int main() {
         af.fa_workspace = split_ws, af.fa_workspace_bytes = most;
         kg::AttentionArgs off = af;
         off.fa_split = kg::FlashSplit::kOff;
-        const int rows = kg::attention_grid_is_small(af, kg::device_limits("bench_kernels_cuda").sms) ? 16 : 64;
+        const int rows = bytes > 0 || !kg::attention_grid_is_small(af, kg::device_limits("bench_kernels_cuda").sms) ? 64 : 16;
         const size_t per_part = size_t(T) * heads * (hd + 2) * sizeof(float);
         const double by_grid = time_us(s, [&] { kg::disentangled_attention_fa(af, s, 0); });
         const double split_off = time_us(s, [&] { kg::disentangled_attention_fa(off, s, 0); });
@@ -271,6 +327,7 @@ int main() {
     }
   }
   kg::check(cudaStreamSynchronize(s), "sync");
+  small_grids(s);
   std::printf("\n(microseconds, median of 50 replays of a graph of 10 calls; x12 layers = 12 x layer sum, conv and "
               "embeddings not included; %d cells timed back to back instead: not capturable)\n",
               g_back_to_back);

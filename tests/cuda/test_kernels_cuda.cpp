@@ -969,13 +969,14 @@ bool flash_kernel_runs() {
   return kg::attention_fa_supported(a);
 }
 
-// The key split (AttentionArgs::fa_split: each row block's keys over 2 or 4 blocks, their
+// The key split (AttentionArgs::fa_split: each row block's keys over several blocks, their
 // partial (max, sum, O) merged by a second kernel): other bits than the unsplit kernel (another
 // summation order; P rounded against each part's own max), so against the CPU with the flash
 // kernel's tolerance (check_attention), within the 16-bit type's tolerance of the unsplit kernel,
 // rows without a kept key (row 2 of every sequence longer than 3) exactly zero, and the same bits
-// when run twice. Both block shapes, 2 and 4 parts forced and the automatic pick (1 where the grid
-// has a block per SM or a part would keep fewer than 128 keys: then the unsplit kernel's bits);
+// when run twice. Both block shapes, 2 and 4 parts forced and the automatic pick (4 parts of the
+// 64-row shape where its grid has fewer blocks than SMs and the longest sequence more than 96
+// tokens, else 1: then the unsplit kernel's bits);
 // then the dispatch with the workspace (same bits as the direct call by grid), without it (throws
 // where it splits), and with fa_split kOff (no workspace, the unsplit kernel's bits). The
 // unsplit kernel runs first, both shapes and the grid's pick: the racecheck step of
@@ -993,8 +994,11 @@ void check_flash_split(const Batch& batch, int heads, const std::string& what, u
     kg::AttentionArgs a = attention_args(db, heads, head_dim, t, t, dqkv, drel, rel_rows, dout);
     ASSERT_TRUE(kg::attention_fa_supported(a)) << what;
     const double tol = 2 * tolerance(t);
-    if (batch.max_len <= 128) {  // 2 parts would keep fewer than 128 keys each
-      EXPECT_EQ(kg::attention_fa_workspace_bytes(a), 0u) << what << " " << name(t) << ": the automatic split splits";
+    {  // the automatic pick (ops.h): 4 parts of 64-row blocks where those are fewer than the SMs
+      const long blocks64 = long((batch.max_len + 63) / 64) * heads * batch.size();
+      const bool splits = blocks64 < kg::device_limits("check_flash_split").sms && batch.max_len > 96;
+      EXPECT_EQ(kg::attention_fa_workspace_bytes(a), splits ? size_t(4) * batch.rows * heads * (head_dim + 2) * 4 : 0u)
+          << what << " " << name(t) << (splits ? ": expected 4 parts" : ": expected no split");
     }
     for (int rows : {0, 64, 16}) {
       a.fa_workspace = nullptr, a.fa_workspace_bytes = 0;

@@ -40,7 +40,7 @@
 // and the WMMA kernel do). Masked entries are excluded by selection (never arithmetic on -inf),
 // padded keys read zero-filled K/V rows, and a row with no kept key is all zeros.
 // Key split (template kSplit, head_dim 64; AttentionArgs::fa_split kAuto, the default): where the
-// grid is below one block per SM and each part keeps at least kMinPartKeys keys (split_parts_by_grid),
+// 64-row grid is below one block per SM and the longest sequence has 4 chunks (split_parts_by_grid),
 // each row block's chunks are dealt to `parts` blocks (grid z = sequences x parts), each running
 // the same loop over its chunk range and writing its unnormalised O (fp32), base-2 row max and
 // row sum to the caller's workspace (AttentionArgs::fa_workspace) instead of the output; a second
@@ -865,24 +865,21 @@ __global__ void __launch_bounds__(256) attention_fa_merge_kernel(AttentionArgs a
 }
 
 constexpr int kMaxParts = 8;
-// Keys every part of the automatic split keeps at least (4 chunks of 32, 2 of 64), counted in
-// the longest sequence's chunks. On the H200 (2026-12-02, docs/attention_fa_notes.md) 2 parts of
-// 64 keys made L128 b1 slower (12.6 us against 10.4 unsplit), 2 parts of 256 keys L512 b1 faster
-// (36.7 against 41.8).
-constexpr int kMinPartKeys = 128;
+// The automatic split's parts (each keeps at least one 32-key chunk of the longest sequence).
+constexpr int kAutoParts = 4;
 
-// Parts per row block (FlashSplit::kAuto): 1 (no split) where the grid has a block per SM, else
-// the fewest of 2, 4 that give it one, as long as each part keeps kMinPartKeys keys; kOff: 1.
-// Head_dim 64 only (the split kernel is not built at 16: ptxas spilled its 16-row shape there,
-// and the dispatch runs head_dim 16 on the WMMA kernel anyway).
+// Parts per row block of the 64-row shape (FlashSplit::kAuto): kAutoParts where its grid has fewer
+// blocks than SMs and the longest sequence at least kAutoParts chunks of 32 keys, else 1 (also for
+// the 16-row shape, and with kOff). On the H200 (session 20, docs/benchmarks.md) one sequence of
+// 128-512 tokens ran faster so than as the 16-row shape or the 64-row shape split in 2, the
+// earlier picks (12 heads: L128 8.7 us against 11.1, L256 13.2 against 22.6, L512 31.7 against
+// 32.6; 4 heads: L128 8.2 against 10.7); below 128 tokens it was no better. Head_dim 64 only (the split kernel is not built at 16:
+// ptxas spilled its 16-row shape there, and the dispatch runs head_dim 16 on the WMMA kernel anyway).
 int split_parts_by_grid(const AttentionArgs& a, int rows, int sms) {
-  if (a.fa_split == FlashSplit::kOff || a.head_dim != 64) return 1;
-  const int kBq = rows, kBk = rows == 64 ? 32 : 64;
-  const long blocks = static_cast<long>((a.batch.max_length + kBq - 1) / kBq) * a.num_heads * a.batch.num_sequences;
-  const int chunks = (a.batch.max_length + kBk - 1) / kBk, part_chunks = kMinPartKeys / kBk;
-  int parts = 1;
-  while (parts < 4 && blocks * parts < sms && 2 * parts * part_chunks <= chunks) parts *= 2;
-  return parts;
+  if (a.fa_split == FlashSplit::kOff || a.head_dim != 64 || rows != 64) return 1;
+  const long blocks = static_cast<long>((a.batch.max_length + 63) / 64) * a.num_heads * a.batch.num_sequences;
+  const int chunks = (a.batch.max_length + 31) / 32;
+  return blocks < sms && chunks >= kAutoParts ? kAutoParts : 1;
 }
 
 size_t split_bytes(const AttentionArgs& a, int parts) {
@@ -899,7 +896,9 @@ Plan plan(const AttentionArgs& a, int rows_per_block, int split_parts, const cha
   const bool by_grid = rows_per_block == 0 || (split_parts == 0 && a.fa_split == FlashSplit::kAuto);
   const int sms = by_grid ? device_limits(what).sms : 0;
   Plan p;
-  p.rows = rows_per_block != 0 ? rows_per_block : attention_grid_is_small(a, sms) ? 16 : 64;
+  // By grid: the 64-row shape where the automatic split applies to it, else as the WMMA kernel picks.
+  const bool split64 = split_parts == 0 && split_parts_by_grid(a, 64, sms) > 1;
+  p.rows = rows_per_block != 0 ? rows_per_block : split64 || !attention_grid_is_small(a, sms) ? 64 : 16;
   p.parts = split_parts != 0 ? split_parts : split_parts_by_grid(a, p.rows, sms);
   return p;
 }

@@ -92,8 +92,8 @@ CudaBackend::CudaBackend(int device_index, Precision precision)
     attention_kernel_ = k == "fa" ? TensorCoreKernel::kFlash : TensorCoreKernel::kWmma;
   if (const std::string split = env_choice(
           "REXNLU_CUDA_FA_SPLIT", "auto", "off",
-          "expected auto (the default: the flash attention kernel splits each row block's keys over 2 or 4 blocks "
-          "where its grid has fewer blocks than SMs and every part keeps 128 keys) or off (never: the unsplit "
+          "expected auto (the default: the flash attention kernel splits each row block's keys over 4 blocks "
+          "where its grid has fewer blocks than SMs and the longest sequence more than 96 tokens) or off (never: the unsplit "
           "kernel's bits at every grid)");
       !split.empty())
     fa_split_ = split == "auto" ? FlashSplit::kAuto : FlashSplit::kOff;
