@@ -1250,7 +1250,8 @@ size_t programmatic_edges(cudaGraph_t graph) {
 
 // Every kernel of ours in one data-dependent chain at small fp16 shapes (4 heads x 64), each
 // reading what the one before wrote: embedding -> layer norm (f32 -> f16, x's rows gathered by the
-// ids) -> cuBLASLt product (q|k|v) -> the three attention kernels (flash, WMMA, fp32-math) -> layer
+// ids) -> cuBLASLt product (q|k|v) -> the three attention kernels (flash: on the H200 its key split
+// in 4 and the merge, the 64-row grid of this batch being short of SMs; WMMA; fp32-math) -> layer
 // norms with residuals (one in place) -> GELU (vector and strided kernels) -> conv tap sum (row
 // mask + GELU epilogue) -> layer norm with a row mask -> zero rows -> convert to f32 -> masked
 // softmax -> rotary -> link scores. Outputs are poisoned (NaN bytes, on the stream)
@@ -1288,6 +1289,7 @@ struct PdlChain {
   DeviceBuffer w = DeviceBuffer::from(random_vec(size_t(3) * kH * kH, 45, -0.1f, 0.1f), DType::kF16);
   DeviceBuffer rel = DeviceBuffer::from(random_vec(size_t(kRel) * 2 * kH, 46, -2.0f, 2.0f), DType::kF16);
   DeviceBuffer ws{32u << 20};
+  DeviceBuffer fa_ws{8u << 20};  // the flash kernel's key split (one sequence of 128 tokens splits)
   kg::Blas blas;
   // Outputs, in chain order.
   DeviceBuffer e32{size_t(rows) * kH * 4}, x16{size_t(rows) * kH * 2}, qkv{size_t(rows) * 3 * kH * 2};
@@ -1305,6 +1307,7 @@ struct PdlChain {
     a.q = qkv.get(), a.k = qkv.get<char>() + kH * 2, a.v = qkv.get<char>() + 2 * kH * 2, a.ld_qkv = 3 * kH;
     a.q_rel = rel.get(), a.k_rel = rel.get<char>() + kH * 2, a.ld_rel = 2 * kH, a.rel_rows = kRel;
     a.scale = std::sqrt(float(kDim) * 3.0f), a.out = out.get(), a.ld_out = kH;
+    a.fa_workspace = fa_ws.get(), a.fa_workspace_bytes = fa_ws.size();
     return a;
   }
   kg::LinkScoresArgs link_args() {
@@ -1374,6 +1377,8 @@ TEST_F(Gpu, ProgrammaticDependentLaunchGivesTheSameBits) {
   if (kg::probe_device(0).cc_major < 9) GTEST_SKIP() << "programmatic dependent launch needs sm_90+";
   PdlChain chain;
   ASSERT_TRUE(kg::attention_fa_supported(chain.attention(chain.ctx_fa, DType::kF16, kg::TensorCoreKernel::kFlash)));
+  ASSERT_LE(kg::attention_fa_workspace_bytes(chain.attention(chain.ctx_fa, DType::kF16, kg::TensorCoreKernel::kFlash)),
+            chain.fa_ws.size());
   kg::check(cudaDeviceSynchronize(), "uploads");  // pageable cudaMemcpy may return before the copy landed
   cudaStream_t s = nullptr;
   kg::check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
