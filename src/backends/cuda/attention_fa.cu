@@ -166,6 +166,20 @@ __device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4], uint3
   }
 }
 
+// d0, d1 += a · B^T for 16 rows of B (the warp's A fragments a, one per k16 step): one ldmatrix.x4
+// per step at addr + 32 bytes x step (its lanes' row addresses as the B operand wants them) gives
+// the two n8 tiles, rows 0-7 into d0 and 8-15 into d1. S, C2P's window tiles and the runs' T.
+template <typename T, int kKd>
+__device__ __forceinline__ void mma_b16(float (&d0)[4], float (&d1)[4], const uint32_t (&a)[kKd][4], uint32_t addr) {
+#pragma unroll
+  for (int kk = 0; kk < kKd; ++kk) {
+    uint32_t bb[4];
+    ldsm_x4(bb, addr + kk * 32);
+    mma<T>(d0, a[kk], bb[0], bb[1]);
+    mma<T>(d1, a[kk], bb[2], bb[3]);
+  }
+}
+
 // Two floats as a 16-bit pair, the first in the low half (the lower column of a fragment).
 template <typename T>
 __device__ __forceinline__ uint32_t pack2(float lo, float hi) {
@@ -470,13 +484,7 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a,
 #pragma unroll
     for (int n2 = 0; n2 < kNt / 2; ++n2) {
       const uint32_t row = kbuf + ((kw * kKW + 16 * n2 + (lane & 7) + (lane >> 4) * 8) * kLdh + ((lane >> 3) & 1) * 8) * 2;
-#pragma unroll
-      for (int kk = 0; kk < kKd; ++kk) {
-        uint32_t bb[4];
-        ldsm_x4(bb, row + kk * 32);
-        mma<T>(s[2 * n2], qf[kk], bb[0], bb[1]);
-        mma<T>(s[2 * n2 + 1], qf[kk], bb[2], bb[3]);
-      }
+      mma_b16<T>(s[2 * n2], s[2 * n2 + 1], qf, row);
     }
 
     // Runs: the warp's position terms in registers, gathered by shuffles (see the top of the file).
@@ -507,14 +515,7 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a,
         tc[2 * t][0] = tc[2 * t][1] = tc[2 * t][2] = tc[2 * t][3] = 0.0f;
         tc[2 * t + 1][0] = tc[2 * t + 1][1] = tc[2 * t + 1][2] = tc[2 * t + 1][3] = 0.0f;
         const int r = run_base + 16 * t + (lane & 7) + (lane >> 4) * 8;
-        const uint32_t addr = sbase + S::kr + ((r % kRing) * kLdh + ((lane >> 3) & 1) * 8) * 2;
-#pragma unroll
-        for (int kk = 0; kk < kKd; ++kk) {
-          uint32_t bb[4];
-          ldsm_x4(bb, addr + kk * 32);
-          mma<T>(tc[2 * t], qf[kk], bb[0], bb[1]);
-          mma<T>(tc[2 * t + 1], qf[kk], bb[2], bb[3]);
-        }
+        mma_b16<T>(tc[2 * t], tc[2 * t + 1], qf, sbase + S::kr + ((r % kRing) * kLdh + ((lane >> 3) & 1) * 8) * 2);
       };
       c2p_pair(1);
       c2p_pair(2);
@@ -604,14 +605,7 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a,
           const int t = (lo >> 4) + i;
           if (t > hi >> 4) break;
           float acc[2][4] = {};
-          const uint32_t addr = sbase + S::kr + ring_row(t);
-#pragma unroll
-          for (int kk = 0; kk < kKd; ++kk) {
-            uint32_t bb[4];
-            ldsm_x4(bb, addr + kk * 32);
-            mma<T>(acc[0], qf[kk], bb[0], bb[1]);
-            mma<T>(acc[1], qf[kk], bb[2], bb[3]);
-          }
+          mma_b16<T>(acc[0], acc[1], qf, sbase + S::kr + ring_row(t));
           store_tile(c2p, 0, t, acc);
         }
       };
