@@ -942,7 +942,8 @@ TEST_F(Gpu, DisentangledAttentionIsDeterministicAtDemoBatchShapes) {
 // windows wider than one per chunk), block-structured masks with a fully masked row, lengths
 // that are not multiples of 16 / 32 / 64, several sequences of different lengths per batch;
 // head_dim 64 (16: DisentangledAttentionFlashHeadDim16). Unsplit, then through the dispatch with
-// the automatic key split (L = 512 x 12 heads splits where the GPU has more than 96 SMs).
+// the automatic key split (the 128- and 512-token sequences alone split where the GPU has more SMs
+// than their 64-row blocks: ops.h).
 TEST_F(Gpu, DisentangledAttentionFlashMatchesCpu) {
   const auto fa = kg::TensorCoreKernel::kFlash;
   const Batch prompt({128, 77, 1, 200, 33}, 21), long_one({512}, 22, Positions::kContiguous);
