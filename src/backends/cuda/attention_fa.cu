@@ -497,7 +497,7 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a,
       // column's parity (odd_c).
       int src_c[2], src_p[2];
       bool hi_c[2], odd_c[2], hi_p[2];
-    #pragma unroll
+#pragma unroll
       for (int e = 0; e < 2; ++e) {
         const int u = 31 + g - 2 * qd - e;
         src_c[e] = 4 * g + ((u & 7) >> 1);
@@ -865,10 +865,11 @@ constexpr int kAutoParts = 4;
 // Parts per row block of the 64-row shape (FlashSplit::kAuto): kAutoParts where its grid has fewer
 // blocks than SMs and the longest sequence at least kAutoParts chunks of 32 keys, else 1 (also for
 // the 16-row shape, and with kOff). On the H200 (session 20, docs/benchmarks.md) one sequence of
-// 128-512 tokens ran faster so than as the 16-row shape or the 64-row shape split in 2, the
-// earlier picks (12 heads: L128 8.7 us against 11.1, L256 13.2 against 22.6, L512 31.7 against
-// 32.6; 4 heads: L128 8.2 against 10.7); below 128 tokens it was no better. Head_dim 64 only (the split kernel is not built at 16:
-// ptxas spilled its 16-row shape there, and the dispatch runs head_dim 16 on the WMMA kernel anyway).
+// 128-512 tokens ran faster so than in the earlier picks, the 16-row shape (split in 2 from 256
+// tokens at 4 heads) or 64 rows in 2 parts (12 heads: L128 9.1 us against 10.2, L256 14.2 against
+// 21.6, L512 34.5 against 35.3; 4 heads: L128 8.5 against 10.1, L512 16.9 against 23.8); below 128
+// tokens it was no better. Head_dim 64 only (the split kernel is not built at 16: ptxas spilled its
+// 16-row shape there, and the dispatch runs head_dim 16 on the WMMA kernel anyway).
 int split_parts_by_grid(const AttentionArgs& a, int rows, int sms) {
   if (a.fa_split == FlashSplit::kOff || a.head_dim != 64 || rows != 64) return 1;
   const long blocks = static_cast<long>((a.batch.max_length + 63) / 64) * a.num_heads * a.batch.num_sequences;

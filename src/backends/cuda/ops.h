@@ -65,7 +65,7 @@ enum class TensorCoreKernel { kFlash, kWmma };
 // default) = where the grid of 64-row blocks has fewer blocks than SMs and the longest sequence
 // more than 96 tokens (4 chunks of 32 keys; on the H200 one sequence of 128 to 512 tokens), each
 // row block's keys are split over 4 blocks whose partial (max, sum, O) a second kernel merges
-// (session 20: 1.03-1.7x faster there than the 16-row shape or 2 parts): NOT the same bits
+// (session 20: 1.02-1.5x faster there than the 16-row shape or 2 parts): NOT the same bits
 // as the unsplit kernel (another summation order, within its tolerance of the CPU); it needs
 // AttentionArgs::fa_workspace (attention_fa_workspace_bytes). Head_dim 64 only. kOff = never (the
 // unsplit kernel's bits at every grid).
