@@ -1425,7 +1425,8 @@ TEST_F(Gpu, ProgrammaticDependentLaunchGivesTheSameBits) {
     }
     cudaGraphExecDestroy(exec);
   }
-  // 16 of our launches follow a kernel (all but the first and link_scores, which follows its memset).
+  // At least 16 of our launches follow a kernel (all but the first and link_scores, which follows
+  // its memset; 17 where the flash attention splits and merges).
   EXPECT_GE(edges_with[1], edges_with[0] + 10) << "PDL launches captured without programmatic edges";
   kg::set_programmatic_launch(false);
   kg::check(cudaStreamSynchronize(s), "sync");
