@@ -1,7 +1,6 @@
 """The Python API around the engine: options, offsets, task presets, errors, threads, info."""
 import _thread
 import json
-import math
 import os
 import threading
 import time
@@ -219,12 +218,18 @@ def test_the_gil_is_released_while_the_engine_computes(tiny):
 
 def test_ctrl_c_interrupts_a_long_call_on_the_main_thread(tiny):
     # The interrupt comes 0.05 s in: the call must last well past that on any machine (an idle
-    # fast CPU ran LONG_TEXT's call in under 0.05 s and the test failed), so it is timed first and
-    # the text repeated until one call should take about 0.5 s.
-    start = time.perf_counter()
-    tiny(LONG_TEXT, schema=SCHEMA, max_batch_cells=1, link_threshold=20.0)
-    once = time.perf_counter() - start
-    text = LONG_TEXT * min(16, max(1, math.ceil(0.5 / max(once, 1e-3))))
+    # fast CPU ran LONG_TEXT's call in under 0.05 s and the test failed). One timed call used to
+    # size the text, but a first call pays one-time costs (new shapes' kernels) that the repeats
+    # did not, and at most 16 repeats could still end in under 0.05 s (it failed so in CI): the
+    # text doubles until a warm call takes at least 0.25 s.
+    text = LONG_TEXT
+    tiny(text, schema=SCHEMA, max_batch_cells=1, link_threshold=20.0)  # warm-up
+    for _ in range(10):
+        start = time.perf_counter()
+        tiny(text, schema=SCHEMA, max_batch_cells=1, link_threshold=20.0)
+        if time.perf_counter() - start >= 0.25:
+            break
+        text += text
     timer = threading.Timer(0.05, _thread.interrupt_main)
     timer.start()
     calls_before = tiny.engine.forward_calls
