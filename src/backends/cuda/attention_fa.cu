@@ -20,14 +20,14 @@
 // and an online softmax in registers (row max and sum over the quad of lanes that holds a row), P
 // converted to A fragments in registers and O += P·V (ldmatrix.trans of V).
 // Runs (WQ = 4, AttentionArgs::fa_shuffle): where a warp's 16 rows run contiguously (pos_i =
-// p_q + i), the chunk's 32 keys too (pos_j = p_k + j) and no index of theirs clamps, idx = base +
-// 31 + i - j with base = p_q - p_k + rel_rows/2 - 31, so the warp computes its terms over the 48
-// relative rows [base, base + 48) in registers instead: C2P as T = Q·Kr^T (16 x 48), P2C transposed
+// p_q + i) and the chunk's 32 keys too (pos_j = p_k + j), idx = clamp(base + 31 + i - j) with base =
+// p_q - p_k + rel_rows/2 - 31, so the warp computes its terms over the 48 relative rows
+// clamp([base, base + 48)) in registers instead: C2P as T = Q·Kr^T (16 x 48), P2C transposed
 // as T2 = Qr·K^T (48 x 32, the K fragments of S), and each score's two terms come from a lane of
 // its quad (C2P, same row) and of its column group (P2C, same key) by one shuffle each (the lane
 // handing a value out knows which of two registers its reader needs): no fp32 buffer, no gather
 // through shared memory, no barrier between the warps' P2C and their gathers. Other warps of the
-// block and other chunks (a segment start inside, clamped indices, more than one window) take
+// block and other chunks (a segment start inside, more than one window) take
 // the shared-memory path; the same products (the mma's sum for one element does not depend on
 // its place in the tile) added in the same order, so the same bits.
 // Loads: cp.async 16-byte copies; K, V and key positions are double buffered (the next chunk
@@ -427,12 +427,13 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a,
     }
     const int rlo = clamp_rel(qmn - kmx + half, R), rhi = clamp_rel(qmx - kmn + half, R);
     const int nsub = (rhi - rlo) / kRw + 1;
-    // Runs: this warp's terms by shuffles (one window, the chunk's keys and the warp's rows run, no
-    // index of theirs clamps; a warp without valid rows computes nothing either way); all_fast:
-    // every warp of the block (then no shared P2C and no barrier before the gathers).
+    // Runs: this warp's terms by shuffles (one window, the chunk's keys and the warp's rows run; a
+    // warp without valid rows computes nothing either way); all_fast: every warp of the block (then
+    // no shared P2C and no barrier before the gathers). Indices that clamp (|pos_i - pos_j| near or
+    // past rel_rows / 2) read the clamped relative row: T's column c is Q·Kr[clamp(run_base + c)],
+    // all of them inside the block's window [rlo, rhi] (clamping is monotonic).
     const int run_base = wq_first - cfirst + half - 31;
-    const bool fast = kRuns && a.fa_shuffle && nsub == 1 && crun &&
-                      (!warp_rows || (wrun && run_base >= 0 && run_base + 47 <= R - 1));
+    const bool fast = kRuns && a.fa_shuffle && nsub == 1 && crun && (!warp_rows || wrun);
 
     cp_wait_all();
     // Chunk c and its first window landed; everyone is done with chunk c-1.
@@ -507,14 +508,14 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a,
         const int gr = (g + 1 + 2 * qd + e) & 7;  // g of the lane (same qd) reading this one's T2
         hi_p[e] = 31 + gr - 2 * qd - e >= 32;
       }
-      // T = Q·Kr[run_base, run_base + 48)^T: n8 tile t of columns [8t, 8t + 8), as C2P's window
+      // T = Q·Kr[run_base, run_base + 48)^T (rows clamped to [0, rel_rows)): n8 tile t of columns [8t, 8t + 8), as C2P's window
       // tiles. Key tiles 0, 1 read T's tiles 2..5, key tiles 2, 3 tiles 0..3: tiles 0, 1 are computed
       // once 4, 5 are no longer needed (fewer registers live).
       float tc[6][4];
       const auto c2p_pair = [&](int t) {  // T's tiles 2t, 2t + 1
         tc[2 * t][0] = tc[2 * t][1] = tc[2 * t][2] = tc[2 * t][3] = 0.0f;
         tc[2 * t + 1][0] = tc[2 * t + 1][1] = tc[2 * t + 1][2] = tc[2 * t + 1][3] = 0.0f;
-        const int r = run_base + 16 * t + (lane & 7) + (lane >> 4) * 8;
+        const int r = clamp_rel(run_base + 16 * t + (lane & 7) + (lane >> 4) * 8, R);
         mma_b16<T>(tc[2 * t], tc[2 * t + 1], qf, sbase + S::kr + ((r % kRing) * kLdh + ((lane >> 3) & 1) * 8) * 2);
       };
       c2p_pair(1);
@@ -536,7 +537,7 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a,
           ldsm_x4(bb, krow + kk * 32);
 #pragma unroll
           for (int m = 0; m < 3; ++m) {
-            const int r = run_base + 16 * m + (lane & 15);
+            const int r = clamp_rel(run_base + 16 * m + (lane & 15), R);
             uint32_t af[4];
             ldsm_x4(af, sbase + S::qr + ((r % kRing) * kLdh + (lane >> 4) * 8) * 2 + kk * 32);
             mma<T>(tp[m][0], af, bb[0], bb[1]);
