@@ -4,9 +4,8 @@
 //   S[i,j] = (Q_i·K_j + Q_i·Kr[idx] + K_j·Qr[idx]) / s,  idx = clamp(pos_i - pos_j + rel_rows/2, 0, rel_rows-1)
 //   P = XSoftmax(S, mask);  out_i = sum_j P[i,j] V_j
 // One block = one sequence, one head, 4 warps, two shapes (Shape<D, WQ>; at head_dim 64 about
-// 93 KB (WQ = 4) and 99 KB (WQ = 1) of shared memory and 255 / 198 registers (the key split
-// 255 / 203; WQ = 4 spills 20 bytes unsplit and split into the workspace, none merged by clusters;
-// ptxas -v of CUDA 13.0, sm_90, session 22): 2 blocks per SM):
+// 93 KB (WQ = 4) and 99 KB (WQ = 1) of shared memory and 219 / 215 registers (the key split
+// 223 / 219; ptxas -v of CUDA 13.0, sm_90): 2 blocks per SM):
 //   WQ = 4: 64 query rows, warp w owns rows [16w, 16w+16) and all 32 keys of each chunk;
 //   WQ = 1: 16 query rows, warp w owns keys [16w, 16w+16) of each 64-key chunk; the four
 //           (max, sum, O) of a row are merged at the end (small grids).
@@ -44,13 +43,9 @@
 // 64-row grid is below one block per SM and the longest sequence has 4 chunks (split_parts_by_grid),
 // each row block's chunks are dealt to `parts` blocks (grid z = sequences x parts), each running
 // the same loop over its chunk range and writing its unnormalised O (fp32), base-2 row max and
-// row sum instead of the output, and the parts are merged per row (out = sum_p 2^(m_p - M) O_p /
-// sum_p 2^(m_p - M) l_p, zeros where no part kept a key) as the 16-row shape merges its warps: on
-// sm_90+ in the 64-row shape (AttentionArgs::fa_cluster, the default) the parts of a row block are
-// one thread block cluster, each part's results stay in its shared memory and the cluster's blocks
-// merge them through distributed shared memory (cluster_merge); else they go to the caller's
-// workspace (AttentionArgs::fa_workspace) and a second kernel merges them, in the same order with
-// the same arithmetic (the same bits either way). Not the same bits as the
+// row sum to the caller's workspace (AttentionArgs::fa_workspace) instead of the output; a second
+// kernel merges the parts per row (out = sum_p 2^(m_p - M) O_p / sum_p 2^(m_p - M) l_p, zeros
+// where no part kept a key) as the 16-row shape merges its warps. Not the same bits as the
 // unsplit kernel (P is rounded relative to each part's own running max, and the sums run in
 // another order); elsewhere (or kOff) the unsplit kernel runs.
 // Every loop whose length depends on the positions runs a fixed, unrolled count with a guard
