@@ -91,9 +91,6 @@ int main(int argc, char** argv) {
   if (const char* s = std::getenv("REXNLU_CUDA_FA_SHUFFLE"); s != nullptr && std::string(s) == "off" &&
                                                             options.device == rexnlu::Device::kCuda)
     engine += "-noshuffle";  // the flash attention's position terms always through shared memory (backends/cuda/ops.h)
-  if (const char* s = std::getenv("REXNLU_CUDA_FA_CLUSTER"); s != nullptr && std::string(s) == "off" &&
-                                                            options.device == rexnlu::Device::kCuda)
-    engine += "-nocluster";  // the flash attention's key split merged by a second kernel (backends/cuda/ops.h)
   const char* link_threshold = std::getenv("REXNLU_BENCH_LINK_THRESHOLD");
   if (link_threshold) engine += "-links";
   // The full-size case has no vocab.txt: the embedding table's rows stand for the vocabulary.

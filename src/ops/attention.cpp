@@ -47,7 +47,6 @@ backends::cuda::AttentionArgs cuda_args(const DisentangledAttention& a, const ba
   c.tc_kernel = cb.attention_kernel();
   c.fa_split = cb.fa_split();
   c.fa_shuffle = cb.fa_shuffle();
-  c.fa_cluster = cb.fa_cluster();
   c.batch = batch;
   c.num_heads = a.num_heads;
   c.head_dim = to_int(a.q.cols() / a.num_heads);

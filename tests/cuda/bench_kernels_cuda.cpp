@@ -115,11 +115,9 @@ const char* name(DType t) { return t == DType::kF32 ? "f32" : t == DType::kF16 ?
 // The flash attention of ONE sequence (grids short of SMs: what a single request runs), fp16, for
 // the demo model's 4 heads and the full-size model's 12 (x 64) at lengths 32..512: each block shape
 // unsplit, and split into 2 and 4 parts (fewer where the sequence has fewer key chunks), against
-// what the dispatch picks (AttentionArgs::fa_split kAuto) with the parts merged by clusters (sm_90+)
-// and by a second kernel (AttentionArgs::fa_cluster false; the forced splits merge as by grid).
+// what the dispatch picks (AttentionArgs::fa_split kAuto).
 void small_grids(cudaStream_t s) {
-  std::printf("\n| heads | L | by grid (rows, parts) | by grid, merged by a second kernel | 16 rows x 1 / x 2 / x 4 | 64 rows x 1 / x 2 / x 4 |\n"
-              "|---|---|---|---|---|---|\n");
+  std::printf("\n| heads | L | by grid (rows, parts) | 16 rows x 1 / x 2 / x 4 | 64 rows x 1 / x 2 / x 4 |\n|---|---|---|---|---|\n");
   const int hd = 64, rel_rows = 512;
   for (int heads : {4, 12}) {
     for (int L : {32, 64, 96, 128, 192, 256, 384, 512}) {
@@ -144,21 +142,17 @@ void small_grids(cudaStream_t s) {
       a.k = static_cast<char*>(qkv) + H * 2, a.v = static_cast<char*>(qkv) + 2 * H * 2, a.ld_qkv = 3 * H;
       a.q_rel = rel, a.k_rel = static_cast<char*>(rel) + H * 2, a.ld_rel = 2 * H, a.rel_rows = rel_rows;
       a.scale = std::sqrt(192.0f), a.out = ctx, a.ld_out = H;
-      kg::AttentionArgs by_kernel = a;  // the split's parts merged by a second kernel: its workspace says the parts
-      by_kernel.fa_cluster = false;
-      size_t most = kg::attention_fa_workspace_bytes(by_kernel);
+      size_t most = kg::attention_fa_workspace_bytes(a);
       for (int rows : {16, 64})
-        for (int parts : {2, 4}) most = std::max(most, kg::attention_fa_workspace_bytes(by_kernel, rows, parts));
+        for (int parts : {2, 4}) most = std::max(most, kg::attention_fa_workspace_bytes(a, rows, parts));
       void* ws = nullptr;
       kg::check(cudaMalloc(&ws, std::max<size_t>(most, 16)), "split workspace");
       a.fa_workspace = ws, a.fa_workspace_bytes = most;
-      by_kernel.fa_workspace = ws, by_kernel.fa_workspace_bytes = most;
       const int sms = kg::device_limits("bench_kernels_cuda").sms;
-      const size_t bytes = kg::attention_fa_workspace_bytes(by_kernel), per_part = size_t(L) * heads * (hd + 2) * sizeof(float);
+      const size_t bytes = kg::attention_fa_workspace_bytes(a), per_part = size_t(L) * heads * (hd + 2) * sizeof(float);
       const int rows = bytes > 0 || !kg::attention_grid_is_small(a, sms) ? 64 : 16;  // the split runs 64 rows
-      std::printf("| %d | %d | %.1f (%d, %zu) | %.1f |", heads, L, time_us(s, [&] { kg::disentangled_attention_fa(a, s, 0); }),
-                  rows, bytes == 0 ? size_t(1) : bytes / per_part,
-                  time_us(s, [&] { kg::disentangled_attention_fa(by_kernel, s, 0); }));
+      std::printf("| %d | %d | %.1f (%d, %zu) |", heads, L, time_us(s, [&] { kg::disentangled_attention_fa(a, s, 0); }),
+                  rows, bytes == 0 ? size_t(1) : bytes / per_part);
       for (int r : {16, 64}) {
         const int chunks = (L + (r == 64 ? 32 : 64) - 1) / (r == 64 ? 32 : 64);
         for (int parts : {1, 2, 4}) {
@@ -193,7 +187,7 @@ int main() {
 
   std::printf("| shape | type | qkv GEMM | attention (fused) | out GEMM+bias | LN+res | FFN up | GELU | FFN down | LN+res | "
               "layer sum | x12 layers | head GEMM (f32 out) | rotary | link scores | attention share | attention mma, 64 rows / 16 rows x 4 key groups | "
-              "attention fa by grid: split auto (rows, parts; 1 = unsplit) / split off / shuffles off / merged by a second kernel | attention fa unsplit, 64 rows / 16 rows | "
+              "attention fa by grid: split auto (rows, parts; 1 = unsplit) / split off / shuffles off | attention fa unsplit, 64 rows / 16 rows | "
               "attention fa split forced, 64 rows x 2 parts / x 4 parts | link scores, tile 16 / 32 / 64 | "
               "FFN up + GELU epilogue (tanh) |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
@@ -293,14 +287,11 @@ int main() {
       kg::AttentionArgs af = a;
       af.compute = t;
       if (t != DType::kF32 && kg::attention_fa_supported(af)) {
-        kg::AttentionArgs by_kernel = af;  // the split's parts merged by a second kernel: its workspace says the parts
-        by_kernel.fa_cluster = false;
-        const size_t bytes = kg::attention_fa_workspace_bytes(by_kernel);
-        const size_t most = std::max(bytes, kg::attention_fa_workspace_bytes(by_kernel, 64, 4));  // the forced parts below
+        const size_t bytes = kg::attention_fa_workspace_bytes(af);
+        const size_t most = std::max(bytes, kg::attention_fa_workspace_bytes(af, 64, 4));  // the forced parts below
         void* split_ws = nullptr;
         kg::check(cudaMalloc(&split_ws, most), "split workspace");
         af.fa_workspace = split_ws, af.fa_workspace_bytes = most;
-        by_kernel.fa_workspace = split_ws, by_kernel.fa_workspace_bytes = most;
         kg::AttentionArgs off = af;
         off.fa_split = kg::FlashSplit::kOff;
         const int rows = bytes > 0 || !kg::attention_grid_is_small(af, kg::device_limits("bench_kernels_cuda").sms) ? 64 : 16;
@@ -310,14 +301,12 @@ int main() {
         kg::AttentionArgs no_shuffle = af;  // runs of contiguous positions through shared memory too
         no_shuffle.fa_shuffle = false;
         const double shuffle_off = time_us(s, [&] { kg::disentangled_attention_fa(no_shuffle, s, 0); });
-        const double merge_kernel = time_us(s, [&] { kg::disentangled_attention_fa(by_kernel, s, 0); });
         const double fa64 = time_us(s, [&] { kg::disentangled_attention_fa(af, s, 64, 1); });
         const double fa16 = time_us(s, [&] { kg::disentangled_attention_fa(af, s, 16, 1); });
         const double split2 = time_us(s, [&] { kg::disentangled_attention_fa(af, s, 64, 2); });
         const double split4 = time_us(s, [&] { kg::disentangled_attention_fa(af, s, 64, 4); });
-        std::printf(" %.1f (%d rows, %zu) / %.1f / %.1f / %.1f | %.1f / %.1f | %.1f / %.1f |", by_grid, rows,
-                    bytes == 0 ? size_t(1) : bytes / per_part, split_off, shuffle_off, merge_kernel, fa64, fa16, split2,
-                    split4);
+        std::printf(" %.1f (%d rows, %zu) / %.1f / %.1f | %.1f / %.1f | %.1f / %.1f |", by_grid, rows,
+                    bytes == 0 ? size_t(1) : bytes / per_part, split_off, shuffle_off, fa64, fa16, split2, split4);
         cudaFree(split_ws);
       } else {
         std::printf(" - | - | - |");

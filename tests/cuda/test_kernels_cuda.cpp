@@ -971,23 +971,20 @@ bool flash_kernel_runs() {
 }
 
 // The key split (AttentionArgs::fa_split: each row block's keys over several blocks, their
-// partial (max, sum, O) merged by the blocks' cluster on sm_90+ in the 64-row shape, else by a
-// second kernel; AttentionArgs::fa_cluster false: always the second kernel, the same bits, checked
-// here): other bits than the unsplit kernel (another
+// partial (max, sum, O) merged by a second kernel): other bits than the unsplit kernel (another
 // summation order; P rounded against each part's own max), so against the CPU with the flash
 // kernel's tolerance (check_attention), within the 16-bit type's tolerance of the unsplit kernel,
 // rows without a kept key (row 2 of every sequence longer than 3) exactly zero, and the same bits
-// when run twice. Both block shapes, 2, 3 and 4 parts forced and the automatic pick (4 parts of the
+// when run twice. Both block shapes, 2 and 4 parts forced and the automatic pick (4 parts of the
 // 64-row shape where its grid has fewer blocks than SMs and the longest sequence more than 96
 // tokens, else 1: then the unsplit kernel's bits);
 // then the dispatch with the workspace (same bits as the direct call by grid), without it (throws
-// where the second kernel merges), and with fa_split kOff (no workspace, the unsplit kernel's bits). The
+// where it splits), and with fa_split kOff (no workspace, the unsplit kernel's bits). The
 // unsplit kernel runs first, both shapes and the grid's pick: the racecheck step of
 // scripts/fa_gpu.sh covers it through this check too.
 void check_flash_split(const Batch& batch, int heads, const std::string& what, uint32_t seed) {
   const int head_dim = 64, H = heads * head_dim, rel_rows = 512;
   DeviceBatchBuffers db(batch);
-  const bool clusters = kg::device_limits("check_flash_split").major >= 9;  // the cluster merge applies
   for (DType t : {DType::kF16, DType::kBF16}) {
     auto qkv = random_vec(size_t(batch.rows) * 3 * H, seed++, -2.0f, 2.0f);
     auto rel = random_vec(size_t(rel_rows) * 2 * H, seed++, -2.0f, 2.0f);
@@ -1001,12 +998,8 @@ void check_flash_split(const Batch& batch, int heads, const std::string& what, u
     {  // the automatic pick (ops.h): 4 parts of 64-row blocks where those are fewer than the SMs
       const long blocks64 = long((batch.max_len + 63) / 64) * heads * batch.size();
       const bool splits = blocks64 < kg::device_limits("check_flash_split").sms && batch.max_len > 96;
-      kg::AttentionArgs by_kernel = a;
-      by_kernel.fa_cluster = false;
-      EXPECT_EQ(kg::attention_fa_workspace_bytes(by_kernel), splits ? size_t(4) * batch.rows * heads * (head_dim + 2) * 4 : 0u)
+      EXPECT_EQ(kg::attention_fa_workspace_bytes(a), splits ? size_t(4) * batch.rows * heads * (head_dim + 2) * 4 : 0u)
           << what << " " << name(t) << (splits ? ": expected 4 parts" : ": expected no split");
-      EXPECT_EQ(kg::attention_fa_workspace_bytes(a), splits && !clusters ? kg::attention_fa_workspace_bytes(by_kernel) : 0u)
-          << what << " " << name(t) << ": the cluster merge needs no workspace";
     }
     for (int rows : {0, 64, 16}) {
       a.fa_workspace = nullptr, a.fa_workspace_bytes = 0;
@@ -1014,31 +1007,22 @@ void check_flash_split(const Batch& batch, int heads, const std::string& what, u
       kg::disentangled_attention_fa(a, nullptr, rows, 1);
       const std::vector<float> base = dout.floats(t);
       expect_close(base, want, tol, what + " " + name(t) + " fa rows " + std::to_string(rows) + " unsplit vs cpu");
-      for (int parts : {0, 2, 3, 4}) {
+      for (int parts : {0, 2, 4}) {
         const std::string label = what + " " + name(t) + " fa rows " + std::to_string(rows) + " split " +
                                   (parts == 0 ? std::string("by grid") : std::to_string(parts));
-        kg::AttentionArgs by_kernel = a;  // the parts merged by the second kernel
-        by_kernel.fa_cluster = false;
-        const size_t kernel_bytes = kg::attention_fa_workspace_bytes(by_kernel, rows, parts);
-        const bool split = kernel_bytes > 0;
-        if (parts > 1) {
-          EXPECT_TRUE(split) << label;
-        }
-        // The cluster merge (sm_90+, the 64-row shape) needs none; 16 rows always the second kernel.
         const size_t bytes = kg::attention_fa_workspace_bytes(a, rows, parts);
-        EXPECT_TRUE(bytes == kernel_bytes || (clusters && rows != 16 && bytes == 0)) << label << ": workspace " << bytes;
-        if (rows == 64 && clusters) {
-          EXPECT_EQ(bytes, 0u) << label << ": the 64-row shape's split merged by clusters";
+        if (parts > 1) {
+          EXPECT_GT(bytes, 0u) << label;
         }
-        DeviceBuffer ws(std::max<size_t>(kernel_bytes, 16));
+        DeviceBuffer ws(std::max<size_t>(bytes, 16));
         ws.poison();  // a partial result the merge reads but no block wrote shows as NaN
-        a.fa_workspace = bytes > 0 ? ws.get() : nullptr, a.fa_workspace_bytes = bytes;
+        a.fa_workspace = ws.get(), a.fa_workspace_bytes = bytes;
         dout.poison();
         kg::disentangled_attention_fa(a, nullptr, rows, parts);
         const std::vector<float> got = dout.floats(t);
         expect_close(got, want, tol, label + " vs cpu");
         expect_close(got, base, tolerance(t), label + " vs unsplit");
-        if (!split) {  // no split at this grid: the unsplit kernel
+        if (bytes == 0) {  // no split at this grid: the unsplit kernel
           EXPECT_EQ(std::memcmp(got.data(), base.data(), got.size() * 4), 0) << label << ": no split, other bits";
         }
         size_t nonzero = 0;
@@ -1056,13 +1040,6 @@ void check_flash_split(const Batch& batch, int heads, const std::string& what, u
         dout.poison();
         kg::disentangled_attention_fa(no_shuffle, nullptr, rows, parts);
         expect_bits_equal(got, dout.floats(t), label + " shuffles off");
-        if (split && bytes == 0) {  // merged by clusters: the second kernel's merge gives the same bits
-          by_kernel.fa_workspace = ws.get(), by_kernel.fa_workspace_bytes = kernel_bytes;
-          ws.poison();
-          dout.poison();
-          kg::disentangled_attention_fa(by_kernel, nullptr, rows, parts);
-          expect_bits_equal(got, dout.floats(t), label + " merged by a second kernel (fa_cluster false)");
-        }
         if (rows == 0 && parts == 0) {  // the dispatch passes fa_split and the workspace on
           kg::AttentionArgs d = a;
           d.tensor_cores = 1, d.tc_kernel = kg::TensorCoreKernel::kFlash;
@@ -1074,15 +1051,6 @@ void check_flash_split(const Batch& batch, int heads, const std::string& what, u
           d.fa_workspace = nullptr, d.fa_workspace_bytes = 0;
           if (bytes > 0) {
             EXPECT_THROW(kg::disentangled_attention(d, nullptr), Error) << label << ": no workspace";
-          }
-          if (split) {  // the second kernel's merge through the dispatch: its workspace, or a clear error
-            kg::AttentionArgs dk = d;
-            dk.fa_cluster = false;
-            EXPECT_THROW(kg::disentangled_attention(dk, nullptr), Error) << label << ": no workspace, fa_cluster false";
-            dk.fa_workspace = ws.get(), dk.fa_workspace_bytes = kernel_bytes;
-            dout.poison();
-            kg::disentangled_attention(dk, nullptr);
-            expect_bits_equal(got, dout.floats(t), label + " disentangled_attention, fa_cluster false");
           }
           d.fa_split = kg::FlashSplit::kOff;
           EXPECT_EQ(kg::attention_fa_workspace_bytes(d), 0u) << label << " split off";
@@ -1284,7 +1252,7 @@ size_t programmatic_edges(cudaGraph_t graph) {
 // Every kernel of ours in one data-dependent chain at small fp16 shapes (4 heads x 64), each
 // reading what the one before wrote: embedding -> layer norm (f32 -> f16, x's rows gathered by the
 // ids) -> cuBLASLt product (q|k|v) -> the three attention kernels (flash: on the H200 its key split
-// in 4 merged by clusters, the 64-row grid of this batch being short of SMs; WMMA; fp32-math) -> layer
+// in 4 and the merge, the 64-row grid of this batch being short of SMs; WMMA; fp32-math) -> layer
 // norms with residuals (one in place) -> GELU (vector and strided kernels) -> conv tap sum (row
 // mask + GELU epilogue) -> layer norm with a row mask -> zero rows -> convert to f32 -> masked
 // softmax -> rotary -> link scores. Outputs are poisoned (NaN bytes, on the stream)
@@ -1458,7 +1426,7 @@ TEST_F(Gpu, ProgrammaticDependentLaunchGivesTheSameBits) {
     cudaGraphExecDestroy(exec);
   }
   // At least 16 of our launches follow a kernel (all but the first and link_scores, which follows
-  // its memset; 17 where the flash attention splits and a second kernel merges).
+  // its memset; 17 where the flash attention splits and merges).
   EXPECT_GE(edges_with[1], edges_with[0] + 10) << "PDL launches captured without programmatic edges";
   kg::set_programmatic_launch(false);
   kg::check(cudaStreamSynchronize(s), "sync");

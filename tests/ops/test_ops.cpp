@@ -1251,8 +1251,7 @@ TEST(PreparedWeights, Bf16PackedAgreesWithPlain) {
 TEST(Backends, CudaEnvironmentSwitchesRejectUnknownValues) {
   const auto devices = backends::available_devices();
   if (std::find(devices.begin(), devices.end(), Device::kCuda) == devices.end()) GTEST_SKIP() << "no usable GPU";
-  for (const char* name : {"REXNLU_CUDA_ATTENTION", "REXNLU_CUDA_FA_SPLIT", "REXNLU_CUDA_FA_SHUFFLE", "REXNLU_CUDA_FA_CLUSTER",
-                           "REXNLU_CUDA_GELU", "REXNLU_CUDA_GRAPHS",
+  for (const char* name : {"REXNLU_CUDA_ATTENTION", "REXNLU_CUDA_FA_SPLIT", "REXNLU_CUDA_FA_SHUFFLE", "REXNLU_CUDA_GELU", "REXNLU_CUDA_GRAPHS",
                            "REXNLU_CUDA_VERIFY", "REXNLU_CUDA_16BIT_ACTIVATIONS", "REXNLU_CUDA_MMA_ATTENTION",
                            "REXNLU_CUDA_PDL", "REXNLU_CUDA_GEMM_ALGO"}) {
     const char* before = std::getenv(name);
@@ -1419,7 +1418,6 @@ class Ops16Test : public ::testing::TestWithParam<Precision> {
     unsetenv("REXNLU_CUDA_GELU");               // likewise: the GELU in the FFN product's epilogue
     unsetenv("REXNLU_CUDA_FA_SPLIT");           // likewise: the flash attention's key split (auto)
     unsetenv("REXNLU_CUDA_FA_SHUFFLE");         // likewise: its position terms by shuffles (on)
-    unsetenv("REXNLU_CUDA_FA_CLUSTER");         // likewise: its key split merged by clusters on sm_90+ (on)
     open_backend();
     t_ = be_->activation_type();
     ASSERT_EQ(t_, GetParam() == Precision::kFloat16 ? DType::kF16 : DType::kBF16)
@@ -1731,11 +1729,9 @@ TEST_P(Ops16Test, DisentangledAttentionOnSixteenBits) {
 
 // One sequence of 512 tokens x 12 heads of 64 (8 row blocks x 12 heads = 96 blocks, fewer than the
 // H200's 132 SMs): the flash kernel splits each row block's keys (REXNLU_CUDA_FA_SPLIT=auto, the
-// default), its parts merged by clusters on sm_90+ (REXNLU_CUDA_FA_CLUSTER=on, the default) or by
-// a second kernel with its scratch from the backend's Workspace, inside the op's Frame (off: the
-// same bits); REXNLU_CUDA_FA_SPLIT=off runs the unsplit kernel. Both against the reference (twice
-// the tolerance: the probabilities are rounded once more before P·V) and within tol() of each other
-// (another summation order).
+// default) with its scratch from the backend's Workspace, inside the op's Frame; off runs the
+// unsplit kernel. Both against the reference (twice the tolerance: the probabilities are rounded
+// once more before P·V) and within tol() of each other (another summation order).
 TEST_P(Ops16Test, DisentangledAttentionKeySplitAtL512) {
 #if REXNLU_HAVE_CUDA
   const int L = 512, heads = 12, d = 64, HD = heads * d, rel_rows = 512;
@@ -1755,13 +1751,6 @@ TEST_P(Ops16Test, DisentangledAttentionKeySplitAtL512) {
   ASSERT_EQ(backends::cuda::CudaBackend::of(be()).fa_split(), backends::cuda::FlashSplit::kAuto);
   const std::vector<float> split = run();
   expect_close(split, want, 2 * tol());
-  setenv("REXNLU_CUDA_FA_CLUSTER", "off", 1);
-  open_backend();
-  unsetenv("REXNLU_CUDA_FA_CLUSTER");
-  const std::vector<float> by_kernel = run();
-  ASSERT_EQ(by_kernel.size(), split.size());
-  EXPECT_EQ(std::memcmp(by_kernel.data(), split.data(), split.size() * sizeof(float)), 0)
-      << "the split merged by a second kernel: other bits than by clusters";
   setenv("REXNLU_CUDA_FA_SPLIT", "off", 1);
   open_backend();
   unsetenv("REXNLU_CUDA_FA_SPLIT");
@@ -1811,32 +1800,6 @@ TEST(CudaFlashSplit, EnvironmentVariableIsReadAndChecked) {
   unsetenv("REXNLU_CUDA_FA_SPLIT");
   auto be = backends::make_backend(options);
   EXPECT_EQ(CudaBackend::of(*be).fa_split(), FlashSplit::kAuto);  // the default (ops.h)
-#else
-  GTEST_SKIP() << "built without CUDA";
-#endif
-}
-
-// REXNLU_CUDA_FA_CLUSTER: the flash kernel's key split merged by thread block clusters on sm_90+,
-// on (the default) or off (a second kernel; describe() says so); any other value is refused, naming
-// the variable and the accepted values.
-TEST(CudaFlashCluster, EnvironmentVariableIsReadAndChecked) {
-#if REXNLU_HAVE_CUDA
-  const auto devices = backends::available_devices();
-  if (std::find(devices.begin(), devices.end(), Device::kCuda) == devices.end()) GTEST_SKIP() << "no usable GPU";
-  using backends::cuda::CudaBackend;
-  const LoadOptions options{Device::kCuda, Precision::kFloat16, 0};
-  const std::string what = expect_env_refused("REXNLU_CUDA_FA_CLUSTER", "auto", options);
-  EXPECT_NE(what.find("expected on"), std::string::npos) << what;
-  EXPECT_NE(what.find(" or off"), std::string::npos) << what;
-  for (auto [value, on] : {std::pair{"off", false}, {"on", true}}) {
-    setenv("REXNLU_CUDA_FA_CLUSTER", value, 1);
-    auto be = backends::make_backend(options);
-    EXPECT_EQ(CudaBackend::of(*be).fa_cluster(), on) << value;
-    EXPECT_EQ(be->describe().find("(cluster merge off)") != std::string::npos, !on) << be->describe();
-  }
-  unsetenv("REXNLU_CUDA_FA_CLUSTER");
-  auto be = backends::make_backend(options);
-  EXPECT_TRUE(CudaBackend::of(*be).fa_cluster());  // the default (ops.h)
 #else
   GTEST_SKIP() << "built without CUDA";
 #endif

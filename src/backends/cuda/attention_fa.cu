@@ -59,8 +59,6 @@
 #include <string>
 #include <type_traits>
 
-#include <cooperative_groups.h>
-
 #include "backends/cuda/attention_fa.h"
 #include "backends/cuda/attention_mma.h"
 #include "backends/cuda/types.cuh"
@@ -210,48 +208,11 @@ struct SplitParts {
   int parts = 1;
 };
 
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-// kCluster: the key split's parts of a row block are the blocks of one cluster (rank = part), each
-// with its rows' unnormalised O at mo + r * ldo and (max, sum) at ml + 2 r in its own shared memory.
-// They are merged here through distributed shared memory, the rows' elements dealt over the
-// cluster's blocks, in attention_fa_merge_kernel's order and arithmetic (the same bits).
-template <typename T, int D, int ldo>
-__device__ __forceinline__ void cluster_merge(const float* mo, const float* ml, int nq, int parts, int part, T* out,
-                                              int ld_out) {
-  namespace cg = cooperative_groups;
-  cg::cluster_group cluster = cg::this_cluster();
-  cluster.sync();  // every part's results are in its shared memory
-  for (int e = part * kThreads + static_cast<int>(threadIdx.x); e < nq * (D / 2); e += parts * kThreads) {
-    const int r = e / (D / 2), cc = 2 * (e % (D / 2));
-    float mmax = -INFINITY;
-    for (int p = 0; p < parts; ++p) mmax = fmaxf(mmax, cluster.map_shared_rank(ml, p)[2 * r]);
-    float n0 = 0.0f, n1 = 0.0f, den = 0.0f;
-    if (mmax != -INFINITY) {  // else no part kept a key: zeros
-      for (int p = 0; p < parts; ++p) {
-        const float* pml = cluster.map_shared_rank(ml, p) + 2 * r;
-        const float f = exp2_approx(pml[0] - mmax);  // 2^-inf = 0 for a part without kept keys
-        const float2 op = *reinterpret_cast<const float2*>(cluster.map_shared_rank(mo, p) + r * ldo + cc);
-        n0 += f * op.x, n1 += f * op.y, den += f * pml[1];
-      }
-    }
-    const float inv = den > 0.0f ? 1.0f / den : 0.0f;
-    *reinterpret_cast<uint32_t*>(out + static_cast<size_t>(r) * ld_out + cc) = pack2<T>(n0 * inv, n1 * inv);
-  }
-  cluster.sync();  // no block leaves (freeing its shared memory) while another still reads it
-}
-#endif
-
 // kSplit: this block computes part blockIdx.z % sp.parts of the chunks into sp (merged by
-// attention_fa_merge_kernel), or (kCluster, the 64-row shape on sm_90+) into its shared memory,
-// merged by the cluster of its row block's parts (cluster_merge); else all of them into a.out
-// (sp unused).
-template <typename T, int D, int WQ, bool kSplit, bool kCluster = false>
+// attention_fa_merge_kernel); else all of them into a.out (sp unused).
+template <typename T, int D, int WQ, bool kSplit>
 __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a, SplitParts sp) {
-  static_assert(!kCluster || (kSplit && WQ == 4), "the cluster merge: the 64-row shape's key split");
   pdl_begin();
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && __CUDA_ARCH__ < 900
-  if constexpr (kCluster) __trap();  // launched on sm_90+ only (clusters)
-#endif
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   using S = Shape<D, WQ>;
   constexpr int kWK = S::kWK, kKW = S::kKW, kBk = S::kBk, kBq = S::kBq, kRw = S::kRw, kRing = S::kRing;
@@ -282,24 +243,10 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a,
   };
   if constexpr (kSplit) {
     if (c0 >= part_nc) {  // no key here: O = 0, max -inf, sum 0 (weight 0 in the merge)
-      if constexpr (kCluster) {
-#if __CUDA_ARCH__ >= 900
-        float* mo = reinterpret_cast<float*>(smem);
-        float* ml = reinterpret_cast<float*>(smem + S::merge_ml);
-        for (int e = tid; e < nq * (D / 2); e += kThreads) {
-          const int r = e / (D / 2), cc = 2 * (e % (D / 2));
-          *reinterpret_cast<float2*>(mo + r * S::kLdo + cc) = make_float2(0.0f, 0.0f);
-          if (cc == 0) ml[2 * r] = -INFINITY, ml[2 * r + 1] = 0.0f;
-        }
-        T* out = static_cast<T*>(a.out) + static_cast<size_t>(row0 + i0) * a.ld_out + h * D;
-        cluster_merge<T, D, S::kLdo>(mo, ml, nq, sp.parts, part, out, a.ld_out);
-#endif
-      } else {
-        for (int e = tid; e < nq * (D / 2); e += kThreads) {
-          const int r = e / (D / 2), cc = 2 * (e % (D / 2));
-          *reinterpret_cast<float2*>(sp.o + part_at(r) * D + cc) = make_float2(0.0f, 0.0f);
-          if (cc == 0) sp.ml[2 * part_at(r)] = -INFINITY, sp.ml[2 * part_at(r) + 1] = 0.0f;
-        }
+      for (int e = tid; e < nq * (D / 2); e += kThreads) {
+        const int r = e / (D / 2), cc = 2 * (e % (D / 2));
+        *reinterpret_cast<float2*>(sp.o + part_at(r) * D + cc) = make_float2(0.0f, 0.0f);
+        if (cc == 0) sp.ml[2 * part_at(r)] = -INFINITY, sp.ml[2 * part_at(r) + 1] = 0.0f;
       }
       return;
     }
@@ -820,23 +767,7 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a,
     l_run[rr] += __shfl_xor_sync(kFull, l_run[rr], 2);
   }
   T* out = static_cast<T*>(a.out) + static_cast<size_t>(row0 + i0) * a.ld_out + h * D;
-  if constexpr (kCluster) {  // the part's O and (max, sum) of each row into shared memory, then the cluster's merge
-#if __CUDA_ARCH__ >= 900
-    cp_wait_all();
-    __syncthreads();  // every warp is done with the buffers
-    float* mo = reinterpret_cast<float*>(smem);
-    float* ml = reinterpret_cast<float*>(smem + S::merge_ml);
-#pragma unroll
-    for (int rr = 0; rr < 2; ++rr) {
-      const int r = 16 * wq + g + 8 * rr;
-#pragma unroll
-      for (int n = 0; n < D / 8; ++n)
-        *reinterpret_cast<float2*>(mo + r * S::kLdo + 8 * n + 2 * qd) = make_float2(o[n][2 * rr], o[n][2 * rr + 1]);
-      if (qd == 0) ml[2 * r] = m_run[rr], ml[2 * r + 1] = l_run[rr];
-    }
-    cluster_merge<T, D, S::kLdo>(mo, ml, nq, sp.parts, part, out, a.ld_out);
-#endif
-  } else if constexpr (kWK == 1) {
+  if constexpr (kWK == 1) {
 #pragma unroll
     for (int rr = 0; rr < 2; ++rr) {
       const int il = 16 * wq + g + 8 * rr;
@@ -954,11 +885,8 @@ size_t split_bytes(const AttentionArgs& a, int parts) {
 // The block shape and the parts disentangled_attention_fa(a, stream, rows_per_block, split_parts)
 // runs (0: by grid size, as the WMMA kernel picks its shape; by AttentionArgs::fa_split); the
 // device is queried only where the grid decides.
-// cluster: the parts merged by their cluster (the 64-row shape on sm_90+ with AttentionArgs::fa_cluster),
-// else by attention_fa_merge_kernel (through AttentionArgs::fa_workspace).
 struct Plan {
   int rows = 64, parts = 1;
-  bool cluster = false;
 };
 Plan plan(const AttentionArgs& a, int rows_per_block, int split_parts, const char* what) {
   const bool by_grid = rows_per_block == 0 || (split_parts == 0 && a.fa_split == FlashSplit::kAuto);
@@ -968,31 +896,18 @@ Plan plan(const AttentionArgs& a, int rows_per_block, int split_parts, const cha
   const bool split64 = split_parts == 0 && split_parts_by_grid(a, 64, sms) > 1;
   p.rows = rows_per_block != 0 ? rows_per_block : split64 || !attention_grid_is_small(a, sms) ? 64 : 16;
   p.parts = split_parts != 0 ? split_parts : split_parts_by_grid(a, p.rows, sms);
-  p.cluster = p.parts > 1 && p.rows == 64 && a.head_dim == 64 && a.fa_cluster && device_limits(what).major >= 9;
   return p;
 }
 
 template <typename T, int D, int WQ>
-void launch_shape(const AttentionArgs& a, const Plan& p, cudaStream_t stream) {
+void launch_shape(const AttentionArgs& a, int parts, cudaStream_t stream) {
   constexpr int kBq = Shape<D, WQ>::kBq;
   const dim3 grid((a.batch.max_length + kBq - 1) / kBq, a.num_heads, a.batch.num_sequences);
   constexpr const char* what = "cuda::disentangled_attention (fa)";
   constexpr int bytes = Shape<D, WQ>::bytes;
-  const int parts = p.parts;
   if (parts <= 1) {
     launch_with_smem(attention_fa_kernel<T, D, WQ, false>, grid, kThreads, bytes, stream, what, a, SplitParts{});
     return;
-  }
-  if constexpr (D == 64 && WQ == 4) {
-    if (p.cluster) {  // the parts of a row block are a cluster's blocks (blockIdx.z = sequence x parts + part)
-      SplitParts sp;
-      sp.parts = parts;
-      const auto cluster = static_cast<unsigned>(parts);
-      launch_with_smem_in_clusters(attention_fa_kernel<T, D, WQ, true, true>, dim3(grid.x, grid.y, grid.z * cluster),
-                                   dim3(1, 1, cluster), kThreads, bytes, stream, "cuda::disentangled_attention (fa, clusters)",
-                                   a, sp);
-      return;
-    }
   }
   if constexpr (D == 64) {  // the split at head_dim 64 only (split_parts_by_grid; checked by the caller)
     SplitParts sp;
@@ -1008,13 +923,13 @@ void launch_shape(const AttentionArgs& a, const Plan& p, cudaStream_t stream) {
 }
 
 template <typename T>
-void launch(const AttentionArgs& a, const Plan& p, cudaStream_t stream) {
+void launch(const AttentionArgs& a, int rows, int parts, cudaStream_t stream) {
   if (a.head_dim == 64) {
-    if (p.rows == 64) launch_shape<T, 64, 4>(a, p, stream);
-    else launch_shape<T, 64, 1>(a, p, stream);
+    if (rows == 64) launch_shape<T, 64, 4>(a, parts, stream);
+    else launch_shape<T, 64, 1>(a, parts, stream);
   } else {
-    if (p.rows == 64) launch_shape<T, 16, 4>(a, p, stream);
-    else launch_shape<T, 16, 1>(a, p, stream);
+    if (rows == 64) launch_shape<T, 16, 4>(a, parts, stream);
+    else launch_shape<T, 16, 1>(a, parts, stream);
   }
 }
 
@@ -1038,8 +953,7 @@ size_t attention_fa_workspace_bytes(const AttentionArgs& a, int rows_per_block, 
   // Not the flash kernel's arguments (16-bit storage computed in that type): the dispatch runs another kernel.
   if (a.type != a.compute || (a.type != DType::kF16 && a.type != DType::kBF16)) return 0;
   if (a.batch.num_sequences <= 0 || split_parts == 1 || (split_parts == 0 && a.fa_split == FlashSplit::kOff)) return 0;
-  const Plan p = plan(a, rows_per_block, split_parts, "cuda::attention_fa_workspace_bytes");
-  return p.cluster ? 0 : split_bytes(a, p.parts);
+  return split_bytes(a, plan(a, rows_per_block, split_parts, "cuda::attention_fa_workspace_bytes").parts);
 }
 
 void disentangled_attention_fa(const AttentionArgs& a, cudaStream_t stream, int rows_per_block, int split_parts) {
@@ -1057,21 +971,20 @@ void disentangled_attention_fa(const AttentionArgs& a, cudaStream_t stream, int 
     throw InternalError(std::string(what) +
                         ": q, k, v, q_rel, k_rel and their row strides must be 16-byte aligned, out 4-byte with an even row stride");
   if (a.batch.num_sequences <= 0) return;
-  const Plan p = plan(a, rows_per_block, split_parts, what);
-  const int parts = p.parts;
+  const auto [rows, parts] = plan(a, rows_per_block, split_parts, what);
   if (parts > 1 && a.head_dim != 64)
     throw InternalError(std::string(what) + ": the key split runs at head_dim 64 only, got split_parts " +
                         std::to_string(parts) + " at head_dim " + std::to_string(a.head_dim));
   if (parts > 1 && a.batch.rows < a.batch.max_length)  // the partial results are indexed by packed row
     throw InternalError(std::string(what) + ": the key split needs DeviceBatch::rows (the packed rows), got " +
                         std::to_string(a.batch.rows));
-  const size_t need = p.cluster ? 0 : split_bytes(a, parts);
+  const size_t need = split_bytes(a, parts);
   if (need > 0 && (a.fa_workspace == nullptr || a.fa_workspace_bytes < need || !aligned(a.fa_workspace, 16)))
     throw InternalError(std::string(what) + ": the key split needs AttentionArgs::fa_workspace (16-byte aligned) of " +
                         std::to_string(need) + " bytes (attention_fa_workspace_bytes), got " +
                         std::to_string(a.fa_workspace_bytes));
-  if (a.type == DType::kF16) launch<__half>(a, p, stream);
-  else launch<__nv_bfloat16>(a, p, stream);
+  if (a.type == DType::kF16) launch<__half>(a, rows, parts, stream);
+  else launch<__nv_bfloat16>(a, rows, parts, stream);
 }
 
 }  // namespace rexnlu::backends::cuda

@@ -22,9 +22,8 @@ bool attention_fa_supported(const AttentionArgs& args);
 // split applies to them). split_parts: the blocks each row block's keys are split over, 0 = by
 // args.fa_split (kAuto: 4 for 64 rows where their grid has fewer blocks than SMs and the longest
 // sequence 4 chunks of 32 keys, else 1; kOff: 1), 1 = no split, 2..8 forced (tests,
-// benchmarks; head_dim 64 only); above 1 the parts are merged by their thread block cluster (64
-// rows on sm_90+ with args.fa_cluster) or else by a second kernel, which needs args.fa_workspace of
-// attention_fa_workspace_bytes(args, rows_per_block, split_parts) bytes (0 for the clusters).
+// benchmarks; head_dim 64 only); above 1 it needs args.fa_workspace of
+// attention_fa_workspace_bytes(args, rows_per_block, split_parts) bytes.
 void disentangled_attention_fa(const AttentionArgs& args, cudaStream_t stream, int rows_per_block = 0,
                                int split_parts = 0);
 

@@ -103,12 +103,6 @@ CudaBackend::CudaBackend(int device_index, Precision precision)
           "positions by warp shuffles) or off (always through shared memory; the same bits)");
       !shuffle.empty())
     fa_shuffle_ = shuffle == "on";
-  if (const std::string cluster = env_choice(
-          "REXNLU_CUDA_FA_CLUSTER", "on", "off",
-          "expected on (the default: on sm_90+ the flash attention kernel's key split is merged by thread block "
-          "clusters) or off (by a second kernel; the same bits)");
-      !cluster.empty())
-    fa_cluster_ = cluster == "on";
   // REXNLU_CUDA_GELU (cuda_backend.h): unset = the epilogue at fp16 only, tanh = at bf16 too, erf = never.
   const std::string gelu_choice =
       env_choice("REXNLU_CUDA_GELU", "tanh", "erf",
@@ -178,8 +172,7 @@ std::string CudaBackend::describe() const {
                                 : attention_kernel_ == TensorCoreKernel::kFlash && !fp32_activations_
                                     ? std::string(", flash attention where it applies") +
                                           (fa_split_ == FlashSplit::kOff ? " (key split off)" : "") +
-                                          (fa_shuffle_ ? "" : " (shuffles off)") +
-                                          (fa_cluster_ ? "" : " (cluster merge off)")
+                                          (fa_shuffle_ ? "" : " (shuffles off)")
                                     : ", WMMA attention";
   return "cuda:" + std::to_string(index_) + ", " + name_ + ", " + std::string(precision_name(precision())) +
          " weights, " + std::string(activations) + " activations, cuBLASLt" + attention +

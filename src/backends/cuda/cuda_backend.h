@@ -82,10 +82,6 @@ class CudaBackend final : public Backend {
   // ops.h): REXNLU_CUDA_FA_SHUFFLE=on (the default) or off (through shared memory; the same bits);
   // another value throws from the constructor.
   bool fa_shuffle() const { return fa_shuffle_; }
-  // The key split's merge by thread block clusters on sm_90+ (AttentionArgs::fa_cluster, ops.h):
-  // REXNLU_CUDA_FA_CLUSTER=on (the default) or off (a second kernel; the same bits); another value
-  // throws from the constructor.
-  bool fa_cluster() const { return fa_cluster_; }
   // Whether our kernels are launched with programmatic dependent launch (common.h, types.cuh):
   // on an sm_90+ device unless REXNLU_CUDA_PDL=0 (plain launches; below sm_90 always plain; measured
   // 1-3 % faster on the H200, docs/benchmarks.md session 12); another value throws from the constructor. Set process-wide
@@ -133,7 +129,6 @@ class CudaBackend final : public Backend {
   TensorCoreKernel attention_kernel_ = TensorCoreKernel::kFlash;
   FlashSplit fa_split_ = FlashSplit::kAuto;
   bool fa_shuffle_ = true;
-  bool fa_cluster_ = true;
   bool programmatic_launch_ = false;
   bool gelu_epilogue_ = false;
 };

@@ -64,11 +64,10 @@ enum class TensorCoreKernel { kFlash, kWmma };
 // The flash kernel's key split (AttentionArgs::fa_split; docs/attention_fa_notes.md): kAuto (the
 // default) = where the grid of 64-row blocks has fewer blocks than SMs and the longest sequence
 // more than 96 tokens (4 chunks of 32 keys; on the H200 one sequence of 128 to 512 tokens), each
-// row block's keys are split over 4 blocks whose partial (max, sum, O) their cluster merges on
-// sm_90+ (AttentionArgs::fa_cluster), else a second kernel (session 20: 1.02-1.5x faster there
-// than the 16-row shape or 2 parts): NOT the same bits as the unsplit kernel (another summation
-// order, within its tolerance of the CPU); the second kernel's merge needs AttentionArgs::fa_workspace
-// (attention_fa_workspace_bytes). Head_dim 64 only. kOff = never (the
+// row block's keys are split over 4 blocks whose partial (max, sum, O) a second kernel merges
+// (session 20: 1.02-1.5x faster there than the 16-row shape or 2 parts): NOT the same bits
+// as the unsplit kernel (another summation order, within its tolerance of the CPU); it needs
+// AttentionArgs::fa_workspace (attention_fa_workspace_bytes). Head_dim 64 only. kOff = never (the
 // unsplit kernel's bits at every grid).
 // CudaBackend: REXNLU_CUDA_FA_SPLIT=auto|off.
 enum class FlashSplit { kAuto, kOff };
@@ -92,12 +91,6 @@ struct AttentionArgs {
   // positions restart or indices clamp). The same bits either way (checked by tests/cuda).
   // CudaBackend: REXNLU_CUDA_FA_SHUFFLE=on|off.
   bool fa_shuffle = true;
-  // The key split's merge (fa_split) in the 64-row shape on sm_90+: true (the default) by the
-  // cluster of a row block's parts, through distributed shared memory, in the split kernel itself
-  // (no fa_workspace, no second kernel); false (or below sm_90, or the 16-row shape) by a second
-  // kernel through fa_workspace. The same bits either way (checked by tests/cuda).
-  // CudaBackend: REXNLU_CUDA_FA_CLUSTER=on|off.
-  bool fa_cluster = true;
   DeviceBatch batch;
   int num_heads = 0;
   int head_dim = 0;  // 16, 32, 64 or 128

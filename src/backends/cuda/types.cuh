@@ -80,64 +80,38 @@ __device__ __forceinline__ void pdl_begin() {
   pdl_trigger();
 }
 
-// kernel<<<grid, block, smem_bytes, stream>>>(args...) in thread block clusters of `cluster` blocks
-// (sm_90+; 1 x 1 x 1: none), through cudaLaunchKernelEx with the programmatic-serialization
-// attribute where programmatic_launch() (common.h) is on; launch errors as rexnlu::Error naming
-// `what`. The kernel must begin with pdl_begin() (see above).
+// kernel<<<grid, block, smem_bytes, stream>>>(args...), through cudaLaunchKernelEx with the
+// programmatic-serialization attribute where programmatic_launch() (common.h) is on; launch
+// errors as rexnlu::Error naming `what`. The kernel must begin with pdl_begin() (see above).
 template <typename... Params, typename... Args>
-void launch_kernel_in_clusters(void (*kernel)(Params...), dim3 grid, dim3 cluster, dim3 block, size_t smem_bytes,
-                               cudaStream_t stream, const char* what, Args&&... args) {
-  cudaLaunchAttribute attributes[2]{};
-  unsigned n = 0;
-  if (cluster.x * cluster.y * cluster.z > 1) {
-    attributes[n].id = cudaLaunchAttributeClusterDimension;
-    attributes[n].val.clusterDim.x = cluster.x;
-    attributes[n].val.clusterDim.y = cluster.y;
-    attributes[n].val.clusterDim.z = cluster.z;
-    ++n;
-  }
-  if (programmatic_launch()) {
-    attributes[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attributes[n].val.programmaticStreamSerializationAllowed = 1;
-    ++n;
-  }
-  if (n == 0) {
+void launch_kernel(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem_bytes, cudaStream_t stream,
+                   const char* what, Args&&... args) {
+  if (!programmatic_launch()) {
     kernel<<<grid, block, smem_bytes, stream>>>(std::forward<Args>(args)...);
     check_launch(what);
     return;
   }
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
   cudaLaunchConfig_t config{};
   config.gridDim = grid;
   config.blockDim = block;
   config.dynamicSmemBytes = smem_bytes;
   config.stream = stream;
-  config.attrs = attributes;
-  config.numAttrs = n;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
   const cudaError_t launched = cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
   const cudaError_t last = cudaGetLastError();  // cleared either way: no stale error for the next check
   check(launched != cudaSuccess ? launched : last, what);
-}
-
-// The same without clusters.
-template <typename... Params, typename... Args>
-void launch_kernel(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem_bytes, cudaStream_t stream,
-                   const char* what, Args&&... args) {
-  launch_kernel_in_clusters(kernel, grid, dim3(1, 1, 1), block, smem_bytes, stream, what, std::forward<Args>(args)...);
-}
-
-// launch_kernel_in_clusters() after raising the kernel's limit of dynamic shared memory to smem_bytes (needed above 48 KB).
-template <typename... Params, typename... Args>
-void launch_with_smem_in_clusters(void (*kernel)(Params...), dim3 grid, dim3 cluster, int threads, size_t smem_bytes,
-                                  cudaStream_t stream, const char* what, Args&&... args) {
-  check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem_bytes)), what);
-  launch_kernel_in_clusters(kernel, grid, cluster, dim3(threads), smem_bytes, stream, what, std::forward<Args>(args)...);
 }
 
 // launch_kernel() after raising the kernel's limit of dynamic shared memory to smem_bytes (needed above 48 KB).
 template <typename... Params, typename... Args>
 void launch_with_smem(void (*kernel)(Params...), dim3 grid, int threads, size_t smem_bytes, cudaStream_t stream,
                       const char* what, Args&&... args) {
-  launch_with_smem_in_clusters(kernel, grid, dim3(1, 1, 1), threads, smem_bytes, stream, what, std::forward<Args>(args)...);
+  check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem_bytes)), what);
+  launch_kernel(kernel, grid, dim3(threads), smem_bytes, stream, what, std::forward<Args>(args)...);
 }
 
 }  // namespace rexnlu::backends::cuda
