@@ -4,8 +4,8 @@
 //   S[i,j] = (Q_i·K_j + Q_i·Kr[idx] + K_j·Qr[idx]) / s,  idx = clamp(pos_i - pos_j + rel_rows/2, 0, rel_rows-1)
 //   P = XSoftmax(S, mask);  out_i = sum_j P[i,j] V_j
 // One block = one sequence, one head, 4 warps, two shapes (Shape<D, WQ>; at head_dim 64 about
-// 93 KB (WQ = 4) and 99 KB (WQ = 1) of shared memory and 219 / 215 registers (the key split
-// 223 / 219; ptxas -v of CUDA 13.0, sm_90): 2 blocks per SM):
+// 93 KB (WQ = 4) and 99 KB (WQ = 1) of shared memory and 255 / 198 registers (the key split
+// 255 with 20 bytes spilled / 203; ptxas -v of CUDA 13.0, sm_90, session 22): 2 blocks per SM):
 //   WQ = 4: 64 query rows, warp w owns rows [16w, 16w+16) and all 32 keys of each chunk;
 //   WQ = 1: 16 query rows, warp w owns keys [16w, 16w+16) of each 64-key chunk; the four
 //           (max, sum, O) of a row are merged at the end (small grids).
@@ -22,12 +22,14 @@
 // Runs (WQ = 4, AttentionArgs::fa_shuffle): where a warp's 16 rows run contiguously (pos_i =
 // p_q + i) and the chunk's 32 keys too (pos_j = p_k + j), idx = clamp(base + 31 + i - j) with base =
 // p_q - p_k + rel_rows/2 - 31, so the warp computes its terms over the 48 relative rows
-// clamp([base, base + 48)) in registers instead: C2P as T = Q·Kr^T (16 x 48), P2C transposed
+// clamp([base, base + 48)) in registers instead (the unsplit kernel only where no index clamps:
+// kClampRuns): C2P as T = Q·Kr^T (16 x 48), P2C transposed
 // as T2 = Qr·K^T (48 x 32, the K fragments of S), and each score's two terms come from a lane of
 // its quad (C2P, same row) and of its column group (P2C, same key) by one shuffle each (the lane
 // handing a value out knows which of two registers its reader needs): no fp32 buffer, no gather
 // through shared memory, no barrier between the warps' P2C and their gathers. Other warps of the
-// block and other chunks (a segment start inside, more than one window) take
+// block and other chunks (a segment start inside, more than one window; in the unsplit kernel
+// clamped indices) take
 // the shared-memory path; the same products (the mma's sum for one element does not depend on
 // its place in the tile) added in the same order, so the same bits.
 // Loads: cp.async 16-byte copies; K, V and key positions are double buffered (the next chunk
@@ -199,6 +201,12 @@ __device__ __forceinline__ float exp2_approx(float x) {  // 2^x; 2^-inf = +0
 }
 
 __device__ __forceinline__ int clamp_rel(int x, int rel_rows) { return min(max(x, 0), rel_rows - 1); }
+// A run's relative row run_base + c (attention_fa_kernel, "Runs"): clamped where kClamp, else inside already.
+template <bool kClamp>
+__device__ __forceinline__ int run_row(int x, int rel_rows) {
+  if constexpr (kClamp) return clamp_rel(x, rel_rows);
+  return x;
+}
 
 // The key split's partial results (kSplit): part p of packed row r, head h has its unnormalised O at
 // o + ((p * rows + r) * heads + h) * D and its (base-2 row max, row sum) at ml + 2 * (same index / D).
@@ -226,6 +234,12 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a,
   // Runs (see the top of the file): the 64-row shape, 32-key chunks.
   constexpr bool kRuns = WQ == 4;
   static_assert(!kRuns || kKW == 32, "runs: 32 keys per warp and chunk");
+  // Runs also where indices clamp: in the split kernel only. The same bits either way, but ptxas
+  // (CUDA 13.0, sm_90) allocates the split kernel better with it (20 bytes spilled instead of 142;
+  // 4-6 % faster at L128 / L512 b1 on the H200) and the unsplit one worse (20 instead of 0; 5 % slower
+  // at L512 b8, 9 % at L512 b1 unsplit): session 22, docs/attention_fa_notes.md. The form of `fast`
+  // below keeps each kernel's SASS exactly that of the measured build.
+  constexpr bool kClampRuns = kSplit;
 
   const int b = kSplit ? blockIdx.z / sp.parts : blockIdx.z, h = blockIdx.y, i0 = blockIdx.x * kBq;
   const int row0 = a.batch.offsets[b];
@@ -429,11 +443,14 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a,
     const int nsub = (rhi - rlo) / kRw + 1;
     // Runs: this warp's terms by shuffles (one window, the chunk's keys and the warp's rows run; a
     // warp without valid rows computes nothing either way); all_fast: every warp of the block (then
-    // no shared P2C and no barrier before the gathers). Indices that clamp (|pos_i - pos_j| near or
-    // past rel_rows / 2) read the clamped relative row: T's column c is Q·Kr[clamp(run_base + c)],
-    // all of them inside the block's window [rlo, rhi] (clamping is monotonic).
+    // no shared P2C and no barrier before the gathers). kClampRuns (the split kernel): also where
+    // indices clamp (|pos_i - pos_j| near or past rel_rows / 2), reading the clamped relative row:
+    // T's column c is Q·Kr[clamp(run_base + c)], all of them inside the block's window [rlo, rhi]
+    // (clamping is monotonic); else only where none clamps.
     const int run_base = wq_first - cfirst + half - 31;
-    const bool fast = kRuns && a.fa_shuffle && nsub == 1 && crun && (!warp_rows || wrun);
+    const bool fast = kClampRuns ? kRuns && a.fa_shuffle && nsub == 1 && crun && (!warp_rows || wrun)
+                                 : kRuns && a.fa_shuffle && nsub == 1 && crun &&
+                                       (!warp_rows || (wrun && run_base >= 0 && run_base + 47 <= R - 1));
 
     cp_wait_all();
     // Chunk c and its first window landed; everyone is done with chunk c-1.
@@ -508,14 +525,14 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a,
         const int gr = (g + 1 + 2 * qd + e) & 7;  // g of the lane (same qd) reading this one's T2
         hi_p[e] = 31 + gr - 2 * qd - e >= 32;
       }
-      // T = Q·Kr[run_base, run_base + 48)^T (rows clamped to [0, rel_rows)): n8 tile t of columns [8t, 8t + 8), as C2P's window
+      // T = Q·Kr[run_base, run_base + 48)^T (rows clamped where kClampRuns): n8 tile t of columns [8t, 8t + 8), as C2P's window
       // tiles. Key tiles 0, 1 read T's tiles 2..5, key tiles 2, 3 tiles 0..3: tiles 0, 1 are computed
       // once 4, 5 are no longer needed (fewer registers live).
       float tc[6][4];
       const auto c2p_pair = [&](int t) {  // T's tiles 2t, 2t + 1
         tc[2 * t][0] = tc[2 * t][1] = tc[2 * t][2] = tc[2 * t][3] = 0.0f;
         tc[2 * t + 1][0] = tc[2 * t + 1][1] = tc[2 * t + 1][2] = tc[2 * t + 1][3] = 0.0f;
-        const int r = clamp_rel(run_base + 16 * t + (lane & 7) + (lane >> 4) * 8, R);
+        const int r = run_row<kClampRuns>(run_base + 16 * t + (lane & 7) + (lane >> 4) * 8, R);
         mma_b16<T>(tc[2 * t], tc[2 * t + 1], qf, sbase + S::kr + ((r % kRing) * kLdh + ((lane >> 3) & 1) * 8) * 2);
       };
       c2p_pair(1);
@@ -537,7 +554,7 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a,
           ldsm_x4(bb, krow + kk * 32);
 #pragma unroll
           for (int m = 0; m < 3; ++m) {
-            const int r = clamp_rel(run_base + 16 * m + (lane & 15), R);
+            const int r = run_row<kClampRuns>(run_base + 16 * m + (lane & 15), R);
             uint32_t af[4];
             ldsm_x4(af, sbase + S::qr + ((r % kRing) * kLdh + (lane >> 4) * 8) * 2 + kk * 32);
             mma<T>(tp[m][0], af, bb[0], bb[1]);
