@@ -73,13 +73,17 @@ for c in cases:
     if ref:
         print(f"  {c:9} " + "  ".join(f"{e}: {abs(by[(e, c)]['logits_abs_sum'] - ref['logits_abs_sum']) / ref['logits_abs_sum']:.1e}"
                                       for e in engines if (e, c) in by))
-# Programmatic dependent launch must not change a bit: the -nopdl row's sum|Z| equals its default row's.
+# Programmatic dependent launch and the flash attention's shuffles must not change a bit: the -nopdl
+# and -noshuffle rows' sum|Z| equal their default row's.
 bad = 0
 for e in engines:
-    if e.endswith("-nopdl") and e[:-6] in engines:
-        pairs = [c for c in cases if (e, c) in by and (e[:-6], c) in by]
-        differ = [c for c in pairs if by[(e, c)]["logits_abs_sum"] != by[(e[:-6], c)]["logits_abs_sum"]]
-        print(f"\n{e} vs {e[:-6]}: sum|Z| of sequence 0 identical in {len(pairs) - len(differ)} of {len(pairs)} cases"
+    for suffix in ("-nopdl", "-noshuffle"):
+        if not e.endswith(suffix) or e[:-len(suffix)] not in engines:
+            continue
+        d = e[:-len(suffix)]
+        pairs = [c for c in cases if (e, c) in by and (d, c) in by]
+        differ = [c for c in pairs if by[(e, c)]["logits_abs_sum"] != by[(d, c)]["logits_abs_sum"]]
+        print(f"\n{e} vs {d}: sum|Z| of sequence 0 identical in {len(pairs) - len(differ)} of {len(pairs)} cases"
               + (f"; DIFFERS in {' '.join(differ)}" if differ else ""))
         bad += len(differ)
 sys.exit(1 if bad else 0)
