@@ -23,14 +23,13 @@
 // p_q + i) and the chunk's 32 keys too (pos_j = p_k + j), idx = clamp(base + 31 + i - j) with base =
 // p_q - p_k + rel_rows/2 - 31, so the warp computes its terms over the 48 relative rows
 // clamp([base, base + 48)) in registers instead (the unsplit kernel only where no index clamps:
-// kClampRuns): C2P as T = Q·Kr^T (16 x 48), P2C transposed
-// as T2 = Qr·K^T (48 x 32, the K fragments of S), and each score's two terms come from a lane of
-// its quad (C2P, same row) and of its column group (P2C, same key) by one shuffle each (the lane
-// handing a value out knows which of two registers its reader needs): no fp32 buffer, no gather
-// through shared memory, no barrier between the warps' P2C and their gathers. Other warps of the
-// block and other chunks (a segment start inside, more than one window; in the unsplit kernel
-// clamped indices) take
-// the shared-memory path; the same products (the mma's sum for one element does not depend on
+// kClampRuns): C2P as T = Q·Kr^T (16 x 48), P2C transposed as T2 = Qr·K^T (48 x 32, the K
+// fragments of S), and each score's two terms come from a lane of its quad (C2P, same row) and of
+// its column group (P2C, same key) by one shuffle each (the lane handing a value out knows which
+// of two registers its reader needs): no fp32 buffer, no gather through shared memory, no barrier
+// between the warps' P2C and their gathers. Other warps of the block and other chunks (a segment
+// start inside, more than one window; in the unsplit kernel clamped indices) take the
+// shared-memory path; the same products (the mma's sum for one element does not depend on
 // its place in the tile) added in the same order, so the same bits.
 // Loads: cp.async 16-byte copies; K, V and key positions are double buffered (the next chunk
 // is fetched while this one is computed); the relative rows live in a ring (row r at slot
@@ -236,9 +235,10 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a,
   static_assert(!kRuns || kKW == 32, "runs: 32 keys per warp and chunk");
   // Runs also where indices clamp: in the split kernel only. The same bits either way, but ptxas
   // (CUDA 13.0, sm_90) allocates the split kernel better with it (20 bytes spilled instead of 142;
-  // 4-6 % faster at L128 / L512 b1 on the H200) and the unsplit one worse (20 instead of 0; 5 % slower
-  // at L512 b8, 9 % at L512 b1 unsplit): session 22, docs/attention_fa_notes.md. The form of `fast`
-  // below keeps each kernel's SASS exactly that of the measured build.
+  // 4-7 % faster at L128 / L512 b1 on the H200) and the unsplit one worse (20 instead of 0; 5 % slower
+  // at L512 b8, 9 % at L512 b1 unsplit): session 22, docs/attention_fa_notes.md. `fast` below spells
+  // out both conditions whole (not a shared prefix) because that form keeps each kernel's SASS
+  // exactly that of the measured build; equivalent shorter forms did not.
   constexpr bool kClampRuns = kSplit;
 
   const int b = kSplit ? blockIdx.z / sp.parts : blockIdx.z, h = blockIdx.y, i0 = blockIdx.x * kBq;
