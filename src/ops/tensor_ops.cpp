@@ -2,6 +2,10 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstring>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "ops/check.h"
 #if REXNLU_HAVE_CUDA
@@ -71,6 +75,70 @@ void zero_rows(backends::Backend& be, TensorRef x, ConstTensorRef keep) {
     case Device::kCuda:
       backends::cuda::zero_rows(type, x.data, keep.u8(), detail::to_int(rows), detail::to_int(width),
                                 backends::cuda::CudaBackend::of(be).stream());
+      return;
+#endif
+    default:
+      detail::no_kernel(op, be);
+  }
+}
+
+namespace {
+
+// Bits of the whole 32-byte groups of src (their count returned), 32 bytes per word.
+int64_t pack_bits_words_scalar(const uint8_t* src, int64_t n, uint32_t* words) {
+  const int64_t whole = n / 32;
+  for (int64_t w = 0; w < whole; ++w) {
+    uint32_t bits = 0;
+    for (int i = 0; i < 32; ++i) bits |= static_cast<uint32_t>(src[32 * w + i] != 0) << i;
+    words[w] = bits;
+  }
+  return whole;
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx2"))) int64_t pack_bits_words_avx2(const uint8_t* src, int64_t n, uint32_t* words) {
+  const int64_t whole = n / 32;
+  const __m256i zero = _mm256_setzero_si256();
+  for (int64_t w = 0; w < whole; ++w) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + 32 * w));
+    words[w] = ~static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, zero)));
+  }
+  return whole;
+}
+#endif
+
+}  // namespace
+
+void pack_bits(const uint8_t* src, int64_t n, uint32_t* words) {
+  if (n <= 0) return;
+#if defined(__x86_64__)
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  const int64_t whole = avx2 ? pack_bits_words_avx2(src, n, words) : pack_bits_words_scalar(src, n, words);
+#else
+  const int64_t whole = pack_bits_words_scalar(src, n, words);
+#endif
+  if (const int64_t rest = n - 32 * whole; rest > 0) {
+    uint32_t bits = 0;
+    for (int64_t i = 0; i < rest; ++i) bits |= static_cast<uint32_t>(src[32 * whole + i] != 0) << i;
+    words[whole] = bits;
+  }
+}
+
+void unpack_bits(backends::Backend& be, ConstTensorRef words, TensorRef dst) {
+  constexpr const char* op = "unpack_bits";
+  const int64_t n = dst.numel();
+  detail::expect_vector(op, "words", words, DType::kI32, (n + 31) / 32, be);
+  detail::expect_vector(op, "dst", dst, DType::kU8, n, be);
+  switch (be.device()) {
+    case Device::kCpu: {
+      const auto* w = reinterpret_cast<const uint32_t*>(words.data);
+      for (int64_t i = 0; i < n; ++i) dst.u8()[i] = static_cast<uint8_t>((w[i / 32] >> (i % 32)) & 1u);
+      return;
+    }
+#if REXNLU_HAVE_CUDA
+    case Device::kCuda:
+      backends::cuda::unpack_bits(reinterpret_cast<const uint32_t*>(words.data), dst.u8(), static_cast<size_t>(n),
+                                  backends::cuda::CudaBackend::of(be).stream());
       return;
 #endif
     default:

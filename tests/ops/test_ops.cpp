@@ -838,6 +838,30 @@ TEST_P(OpsTest, EmbeddingCopyAndZeroRows) {
     }
 }
 
+// Masks cross to a device as bits: pack_bits on the host, unpack_bits on the device give back
+// (byte != 0) as 0 / 1 bytes, for every length (whole words and a partial last one) and for a
+// destination off the 16-byte boundary (the kernel's byte-wise path).
+TEST_P(OpsTest, PackedBitsUnpackToZeroOrOneBytes) {
+  std::mt19937 rng(7);
+  for (const int64_t n : {1, 5, 31, 32, 33, 64, 100, 1000, 4099, 65536 + 17}) {
+    std::vector<uint8_t> src(static_cast<size_t>(n));
+    for (auto& b : src) b = static_cast<uint8_t>(rng() % 4 == 0 ? 0 : 1 + rng() % 255);  // any non-zero byte is a 1
+    std::vector<uint32_t> words(static_cast<size_t>((n + 31) / 32), 0xDEADBEEFu);
+    pack_bits(src.data(), n, words.data());
+    for (int64_t i = 0; i < (n + 31) / 32 * 32; ++i)
+      ASSERT_EQ((words[i / 32] >> (i % 32)) & 1u, i < n && src[i] != 0 ? 1u : 0u) << "n " << n << ", bit " << i;
+    const Tensor dev_words = be().copy_of(host_ref(reinterpret_cast<const int32_t*>(words.data()), {static_cast<int64_t>(words.size())}));
+    for (const int64_t offset : {0, 3}) {
+      Tensor bytes = be().alloc_tensor(DType::kU8, {n + offset});
+      TensorRef dst = bytes.mutable_ref().slice(offset, n);
+      unpack_bits(be(), dev_words.ref(), dst);
+      std::vector<uint8_t> got(static_cast<size_t>(n), 7);
+      be().download(dst, TensorRef(reinterpret_cast<std::byte*>(got.data()), DType::kU8, {n}));
+      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(got[i], src[i] != 0 ? 1 : 0) << "n " << n << ", offset " << offset << ", byte " << i;
+    }
+  }
+}
+
 TEST_P(OpsTest, MismatchedArgumentsAreRefusedNamingTheOp) {
   Tensor a = be().alloc_tensor(DType::kF32, {4, 8}), b = be().alloc_tensor(DType::kF32, {5, 8});
   Tensor c = be().alloc_tensor(DType::kF32, {4, 4});

@@ -175,6 +175,9 @@ void embedding(const float* table, const int32_t* ids, int rows, int width, floa
 // Rows r of x [rows, width] of `type` (contiguous) with keep[r] == 0 become zeros (ops::zero_rows).
 void zero_rows(DType type, void* x, const uint8_t* keep, int rows, int width, cudaStream_t stream);
 
+// dst[i] = 1 where bit i % 32 of words[i / 32] is set, else 0 (ops::unpack_bits).
+void unpack_bits(const uint32_t* words, uint8_t* dst, size_t n, cudaStream_t stream);
+
 // dst[i] = src[i] converted from src_type to dst_type (F32, F16 or BF16; to a narrower type rounded
 // to nearest even, 16-bit to F32 exact); the same type is a plain copy on `stream`.
 void convert(DType src_type, const void* src, DType dst_type, void* dst, size_t n, cudaStream_t stream);

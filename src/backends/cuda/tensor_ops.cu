@@ -31,7 +31,34 @@ __global__ void convert_kernel(const S* src, D* dst, size_t n) {
     dst[i] = from_f32<D>(to_f32(src[i]));
 }
 
+// One word per thread: its 32 bits as 32 bytes, each 0 or 1 (a nibble spread over 4 bytes by one
+// multiply: 0x00204081 places bit k of the nibble at bit 8k, the shifted copies never overlap).
+__global__ void unpack_bits_kernel(const uint32_t* words, uint8_t* dst, size_t n) {
+  pdl_begin();
+  const size_t w = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
+  const size_t first = 32 * w;
+  if (first >= n) return;
+  const uint32_t bits = words[w];
+  if (first + 32 <= n && reinterpret_cast<uintptr_t>(dst) % 16 == 0) {
+    uint32_t q[8];
+#pragma unroll
+    for (int k = 0; k < 8; ++k) q[k] = (((bits >> (4 * k)) & 0xFu) * 0x00204081u) & 0x01010101u;
+    uint4* out = reinterpret_cast<uint4*>(dst + first);
+    out[0] = make_uint4(q[0], q[1], q[2], q[3]);
+    out[1] = make_uint4(q[4], q[5], q[6], q[7]);
+    return;
+  }
+  for (size_t i = first; i < n && i < first + 32; ++i) dst[i] = static_cast<uint8_t>((bits >> (i - first)) & 1u);
+}
+
 }  // namespace
+
+void unpack_bits(const uint32_t* words, uint8_t* dst, size_t n, cudaStream_t stream) {
+  if (n == 0) return;
+  const size_t threads = (n + 31) / 32;
+  launch_kernel(unpack_bits_kernel, static_cast<unsigned>((threads + 255) / 256), 256, 0, stream, "cuda::unpack_bits",
+                words, dst, n);
+}
 
 void embedding(const float* table, const int32_t* ids, int rows, int width, float* out, cudaStream_t stream) {
   if (rows <= 0) return;

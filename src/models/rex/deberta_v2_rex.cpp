@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <string>
 
 #include "ops/attention.h"
 #include "ops/conv1d.h"
 #include "ops/layer_norm.h"
 #include "ops/linear.h"
+#include "ops/tensor_ops.h"
 #include "models/link_model.h"
 
 namespace rexnlu::models {
@@ -63,23 +65,40 @@ ConstTensorRef DebertaV2RexEncoder::forward(backends::Backend& be, const PackedB
   const bool padded = !batch.real.empty();
   std::string key = padded ? "rex padded" : "rex";
   for (int b = 0; b < batch.num_sequences(); ++b) {
-    const int64_t L = batch.length(b);
-    inputs.push_back(host_ref(batch.masks[b], {L, L}));
     key += ' ';
-    key += std::to_string(L);
+    key += std::to_string(batch.length(b));
+  }
+  // A device gets the masks as bits (ops::pack_bits: 1/8 of the bytes to stage and copy, 2 MB -> 256 KB
+  // at L512 b8), each sequence's from a 64-byte boundary of one buffer, made bytes again on the device
+  // as the recording's first step; the CPU reads the host masks as they are.
+  const MaskBits bits = mask_bits(be, batch);
+  if (bits.words.empty()) {
+    for (int b = 0; b < batch.num_sequences(); ++b)
+      inputs.push_back(host_ref(batch.masks[b], {batch.length(b), batch.length(b)}));
+  } else {
+    inputs.push_back(host_ref(reinterpret_cast<const int32_t*>(bits.words.data()), {static_cast<int64_t>(bits.words.size())}));
   }
   if (padded) inputs.push_back(host_ref(batch.real.data(), {T}));
   const std::vector<ConstTensorRef> uploaded = be.upload_all(inputs);
   const ConstTensorRef &ids = uploaded[0], &positions = uploaded[1], &keep = uploaded[2];
-  const auto masks_end = uploaded.end() - (padded ? 1 : 0);
   const ConstTensorRef real = padded ? uploaded.back() : ConstTensorRef{};
-  const ops::PackedSequences seqs =
-      ops::pack_sequences(be, batch.offsets, std::vector<ConstTensorRef>(uploaded.begin() + 3, masks_end));
+  std::vector<ConstTensorRef> masks(uploaded.begin() + 3, uploaded.end() - (padded ? 1 : 0));
+  TensorRef mask_bytes;
+  if (!bits.words.empty()) {
+    mask_bytes = be.alloc(DType::kU8, {bits.bytes});
+    masks.clear();
+    for (int b = 0; b < batch.num_sequences(); ++b) {
+      const int64_t L = batch.length(b);
+      masks.push_back(ConstTensorRef(mask_bytes.data + bits.at[static_cast<size_t>(b)], DType::kU8, {L, L}, be.device()));
+    }
+  }
+  const ops::PackedSequences seqs = ops::pack_sequences(be, batch.offsets, masks);
   // The activations from the embeddings' layer norm on are of the backend's activation type (h's).
   // emb is layer 0's input and the conv's: layer 0 writes h (there are layers: config_reader.h).
   const TensorRef emb = be.alloc(h.dtype, {T, H});
   if (forward_cancelled()) throw ForwardCancelled();
   be.run_recorded(key, [&] {
+    if (!mask_bytes.empty()) ops::unpack_bits(be, uploaded[3], mask_bytes);
     // Embeddings: LayerNorm of the word embeddings' rows of the ids (F32, gathered by the layer
     // norm itself). No position or token-type embeddings, and the Rex variant multiplies by a mask
     // of ones (a no-op); padding's rows are zeros.
@@ -93,6 +112,23 @@ ConstTensorRef DebertaV2RexEncoder::forward(backends::Backend& be, const PackedB
     }
   });
   return positions;
+}
+
+DebertaV2RexEncoder::MaskBits DebertaV2RexEncoder::mask_bits(const backends::Backend& be, const PackedBatch& batch) {
+  MaskBits bits;
+  if (be.device() == Device::kCpu || std::getenv("REXNLU_AB_MASK_BYTES") != nullptr) return bits;  // AB-ONLY
+  constexpr int64_t kAlign = 64;  // bytes (= bits): each mask starts a whole word, and 16-byte stores
+  for (int b = 0; b < batch.num_sequences(); ++b) {
+    bits.at.push_back(bits.bytes);
+    const int64_t L = batch.length(b);
+    bits.bytes += (L * L + kAlign - 1) / kAlign * kAlign;
+  }
+  bits.words.assign(static_cast<size_t>(bits.bytes / 32), 0u);
+  for (int b = 0; b < batch.num_sequences(); ++b) {
+    const int64_t L = batch.length(b);
+    ops::pack_bits(batch.masks[b], L * L, bits.words.data() + bits.at[static_cast<size_t>(b)] / 32);
+  }
+  return bits;
 }
 
 std::vector<uint8_t> DebertaV2RexEncoder::input_mask(const PackedBatch& batch) {

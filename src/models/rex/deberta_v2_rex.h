@@ -46,6 +46,14 @@ class DebertaV2RexEncoder {
                 TensorRef h) const;
   // input_mask per token (host, [rows]): 1 where the token's column of its 2D mask has a 1.
   static std::vector<uint8_t> input_mask(const PackedBatch& batch);
+  // The batch's masks as bits for a device (empty words for the CPU): mask b's L*L bits from bit
+  // at[b] (a multiple of 64) of words, `bytes` bits (= bytes once unpacked) in all.
+  struct MaskBits {
+    std::vector<uint32_t> words;
+    std::vector<int64_t> at;
+    int64_t bytes = 0;
+  };
+  static MaskBits mask_bits(const backends::Backend& be, const PackedBatch& batch);
 
   int hidden_ = 0, heads_ = 0, intermediate_ = 0, rel_rows_ = 0, vocab_rows_ = 0;
   float scale_ = 1.0f;
