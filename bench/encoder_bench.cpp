@@ -91,7 +91,6 @@ int main(int argc, char** argv) {
   if (const char* s = std::getenv("REXNLU_CUDA_FA_SHUFFLE"); s != nullptr && std::string(s) == "off" &&
                                                             options.device == rexnlu::Device::kCuda)
     engine += "-noshuffle";  // the flash attention's position terms always through shared memory (backends/cuda/ops.h)
-  if (std::getenv("REXNLU_AB_MASK_BYTES") != nullptr) engine += "-maskbytes";  // AB-ONLY
   const char* link_threshold = std::getenv("REXNLU_BENCH_LINK_THRESHOLD");
   if (link_threshold) engine += "-links";
   // The full-size case has no vocab.txt: the embedding table's rows stand for the vocabulary.

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <string>
 
 #include "ops/attention.h"
@@ -116,7 +115,7 @@ ConstTensorRef DebertaV2RexEncoder::forward(backends::Backend& be, const PackedB
 
 DebertaV2RexEncoder::MaskBits DebertaV2RexEncoder::mask_bits(const backends::Backend& be, const PackedBatch& batch) {
   MaskBits bits;
-  if (be.device() == Device::kCpu || std::getenv("REXNLU_AB_MASK_BYTES") != nullptr) return bits;  // AB-ONLY
+  if (be.device() == Device::kCpu) return bits;
   constexpr int64_t kAlign = 64;  // bytes (= bits): each mask starts a whole word, and 16-byte stores
   for (int b = 0; b < batch.num_sequences(); ++b) {
     bits.at.push_back(bits.bytes);
