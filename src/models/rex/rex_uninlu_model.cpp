@@ -100,8 +100,7 @@ RexUniNluModel::Outputs RexUniNluModel::forward_with_hidden(const std::vector<Se
 }
 
 int64_t RexUniNluModel::forward_calls() const {
-  std::lock_guard lock(mutex_);
-  return forward_calls_;
+  return forward_calls_.load();
 }
 
 size_t RexUniNluModel::workspace_bytes() const {

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <atomic>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -76,7 +77,9 @@ class RexUniNluModel final : public LinkModel {
   std::vector<std::string> weight_warnings_;
   WeightLoader::Summary summary_;
   mutable std::mutex mutex_;
-  int64_t forward_calls_ = 0;
+  // Read without mutex_: a caller may ask while a forward holds it (Python reads it from another
+  // thread while the forward waits for the GIL to check for Ctrl-C: that deadlocked).
+  std::atomic<int64_t> forward_calls_{0};
   int pad_to_ = 0;  // pad_single_sequences_to()
 };
 

@@ -27,8 +27,7 @@ SiameseUieModel::SiameseUieModel(const siamese::SiameseConfig& config, const io:
 }
 
 int64_t SiameseUieModel::forward_calls() const {
-  std::lock_guard lock(mutex_);
-  return forward_calls_;
+  return forward_calls_.load();
 }
 
 void SiameseUieModel::check_tokens(const std::vector<int32_t>& ids, int32_t first_position,

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <atomic>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -47,7 +48,9 @@ class SiameseUieModel final : public PointerModel {
   std::vector<std::string> unused_tensors_, weight_warnings_;
   WeightLoader::Summary summary_;
   mutable std::mutex mutex_;
-  int64_t forward_calls_ = 0;
+  // Read without mutex_: a caller may ask while a forward holds it (Python reads it from another
+  // thread while the forward waits for the GIL to check for Ctrl-C: that deadlocked).
+  std::atomic<int64_t> forward_calls_{0};
 };
 
 }  // namespace rexnlu::models
