@@ -192,17 +192,21 @@ def test_timeout_cancels():
         engine.extract(TEXT, SCHEMA, timeout=-1)
 
 
-# About 4 text windows, one model call each with the smallest max_batch_cells; nothing links at the
-# highest threshold, so the call is all model work (about 1 s on 2 busy cores).
-LONG_TEXT = TEXT * 60
+# The calls below use the smallest max_batch_cells (one sequence per model call) and the highest
+# link threshold (nothing links, so a call is all model work).
+def longest_text(pipe):
+    """TEXT repeated to just under the engine's max_text_bytes: ~70 model calls (~0.3 s on the
+    2-core dev machine, so a machine several times faster still runs long enough)."""
+    return TEXT * ((pipe.engine.limits()["max_text_bytes"] - 1000) // len(TEXT.encode("utf-8")))
 
 
 def test_the_gil_is_released_while_the_engine_computes(tiny):
     window = {}
+    text = longest_text(tiny)  # TEXT * 60 (~14 ms here) left a fast machine few of the 10 ticks
 
     def extract():
         window["start"] = time.perf_counter()
-        tiny(LONG_TEXT, schema=SCHEMA, max_batch_cells=1, link_threshold=20.0)
+        tiny(text, schema=SCHEMA, max_batch_cells=1, link_threshold=20.0)
         window["end"] = time.perf_counter()
 
     worker = threading.Thread(target=extract)
@@ -221,7 +225,7 @@ def test_ctrl_c_interrupts_a_long_call_on_the_main_thread(tiny):
     # (a sizing call slowed by the tests beside it, then a fast call ended before the timer). The
     # call runs one sequence per model call (~70 of them for the longest text the limit allows),
     # and a watcher interrupts as soon as the first model call has run, so ~69 remain when it does.
-    text = TEXT * ((tiny.engine.limits()["max_text_bytes"] - 1000) // len(TEXT.encode("utf-8")))
+    text = longest_text(tiny)
     calls_before = tiny.engine.forward_calls
     tiny(text, schema=SCHEMA, max_batch_cells=1, link_threshold=20.0)
     whole_call = tiny.engine.forward_calls - calls_before
