@@ -2,6 +2,8 @@
 import _thread
 import json
 import os
+import subprocess
+import sys
 import threading
 import time
 
@@ -220,11 +222,55 @@ def test_the_gil_is_released_while_the_engine_computes(tiny):
     assert len(inside) >= 10, f"the main thread ran {len(inside)} times during the {window['end'] - window['start']:.3f} s call"
 
 
+# A call on the main thread (the one that checks for Ctrl-C) with another thread reading the engine.
+READ_DURING_A_MAIN_THREAD_CALL = """
+import sys, threading, time
+import rexnlu
+tiny = rexnlu.pipeline("rex-uninlu", model=sys.argv[1], dedup=False)
+schema = {"人名": None, "职位": None, "公司": None, "地址": None}
+text = sys.stdin.read()
+calls_before = tiny.engine.forward_calls
+done = threading.Event()
+reads = []
+
+def read_while_it_runs():
+    while tiny.engine.forward_calls == calls_before and not done.is_set():
+        time.sleep(0.0002)
+    while not done.is_set():
+        reads.append((tiny.engine.forward_calls, tiny.engine.info()["layers"], tiny.engine.limits(),
+                      tiny.engine.count_tokens("北京")))
+        time.sleep(0.001)
+
+reader = threading.Thread(target=read_while_it_runs)
+reader.start()
+tiny(text, schema=schema, max_batch_cells=1, link_threshold=20.0)
+done.set()
+reader.join()
+assert reads and all(r[0] > calls_before for r in reads), reads[:3]
+print("reads during the call:", len(reads))
+"""
+
+
+def test_the_engine_answers_other_threads_during_a_call_on_the_main_thread(tiny):
+    # Reading engine.forward_calls from another thread while the main thread's call ran deadlocked:
+    # the reader held the GIL waiting for the model's mutex, the forward held the mutex waiting for
+    # the GIL to check for Ctrl-C (only a call on the main thread checks). In a child process, so
+    # that a deadlock fails the test after 60 s instead of hanging the test run.
+    try:
+        child = subprocess.run([sys.executable, "-c", READ_DURING_A_MAIN_THREAD_CALL, TINY_MODEL],
+                               input=longest_text(tiny), capture_output=True, text=True, encoding="utf-8", timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail("a call on the main thread and a reader of the engine on another thread did not finish in 60 s "
+                    "(deadlock)")
+    assert child.returncode == 0, child.stderr
+    assert "reads during the call:" in child.stdout
+
+
 def test_ctrl_c_interrupts_a_long_call_on_the_main_thread(tiny):
-    # No wall-clock guess: timing the call to size it and interrupting 0.05 s in failed in CI twice
-    # (a sizing call slowed by the tests beside it, then a fast call ended before the timer). The
-    # call runs one sequence per model call (~70 of them for the longest text the limit allows),
-    # and a watcher interrupts as soon as the first model call has run, so ~69 remain when it does.
+    # No wall-clock guess: sizing the call by timing it and interrupting 0.05 s in failed in CI
+    # twice (a cold sizing call at d7aa1d9; at b1a6adc the timed call ended before the timer). The
+    # call runs one sequence per model call (~70 of them), and a watcher interrupts as soon as the
+    # first model call has run, so ~69 remain when it does.
     text = longest_text(tiny)
     calls_before = tiny.engine.forward_calls
     tiny(text, schema=SCHEMA, max_batch_cells=1, link_threshold=20.0)
