@@ -224,10 +224,10 @@ def test_the_gil_is_released_while_the_engine_computes(tiny):
 
 # A call on the main thread (the one that checks for Ctrl-C) with another thread reading the engine.
 READ_DURING_A_MAIN_THREAD_CALL = """
-import sys, threading, time
+import json, sys, threading, time
 import rexnlu
 tiny = rexnlu.pipeline("rex-uninlu", model=sys.argv[1], dedup=False)
-schema = {"人名": None, "职位": None, "公司": None, "地址": None}
+schema = json.loads(sys.argv[2])
 text = sys.stdin.read()
 calls_before = tiny.engine.forward_calls
 done = threading.Event()
@@ -243,8 +243,10 @@ def read_while_it_runs():
 
 reader = threading.Thread(target=read_while_it_runs)
 reader.start()
-tiny(text, schema=schema, max_batch_cells=1, link_threshold=20.0)
-done.set()
+try:
+    tiny(text, schema=schema, max_batch_cells=1, link_threshold=20.0)
+finally:
+    done.set()  # the reader stops also when the call fails
 reader.join()
 assert reads and all(r[0] > calls_before for r in reads), reads[:3]
 print("reads during the call:", len(reads))
@@ -257,7 +259,7 @@ def test_the_engine_answers_other_threads_during_a_call_on_the_main_thread(tiny)
     # the GIL to check for Ctrl-C (only a call on the main thread checks). In a child process, so
     # that a deadlock fails the test after 60 s instead of hanging the test run.
     try:
-        child = subprocess.run([sys.executable, "-c", READ_DURING_A_MAIN_THREAD_CALL, TINY_MODEL],
+        child = subprocess.run([sys.executable, "-c", READ_DURING_A_MAIN_THREAD_CALL, TINY_MODEL, json.dumps(SCHEMA)],
                                input=longest_text(tiny), capture_output=True, text=True, encoding="utf-8", timeout=60)
     except subprocess.TimeoutExpired:
         pytest.fail("a call on the main thread and a reader of the engine on another thread did not finish in 60 s "
@@ -277,21 +279,28 @@ def test_ctrl_c_interrupts_a_long_call_on_the_main_thread(tiny):
     whole_call = tiny.engine.forward_calls - calls_before
     assert whole_call >= 40
 
+    stop = threading.Event()  # set once the call is over: a watcher left behind must not interrupt a later test
+
     def interrupt_once_it_runs(before):
         while tiny.engine.forward_calls == before:
+            if stop.is_set():
+                return
             time.sleep(0.0002)
         _thread.interrupt_main()
 
     calls_before = tiny.engine.forward_calls
-    watcher = threading.Thread(target=interrupt_once_it_runs, args=(calls_before,))
+    watcher = threading.Thread(target=interrupt_once_it_runs, args=(calls_before,), daemon=True)
     watcher.start()
     start = time.perf_counter()
     returned = False
-    with pytest.raises(KeyboardInterrupt):
-        tiny(text, schema=SCHEMA, max_batch_cells=1, link_threshold=20.0)
-        returned = True
-        time.sleep(5)
-    watcher.join()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            tiny(text, schema=SCHEMA, max_batch_cells=1, link_threshold=20.0)
+            returned = True
+            time.sleep(5)
+    finally:
+        stop.set()
+        watcher.join()
     assert not returned, "the call ended before the interrupt"
     assert time.perf_counter() - start < 4
     assert 1 <= tiny.engine.forward_calls - calls_before < whole_call

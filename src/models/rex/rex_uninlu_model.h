@@ -2,9 +2,9 @@
 // batch, on the backend LoadOptions picks (CPU, float32 today).
 #pragma once
 
+#include <atomic>
 #include <filesystem>
 #include <memory>
-#include <atomic>
 #include <mutex>
 #include <string>
 #include <vector>

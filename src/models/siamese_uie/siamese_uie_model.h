@@ -3,8 +3,8 @@
 // layers on [window ; hint], and the head_clsf / tail_clsf pointer head on the window's tokens.
 #pragma once
 
-#include <memory>
 #include <atomic>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
