@@ -29,7 +29,7 @@ from collections import defaultdict
 # the GELU epilogue is named *gelubias*).
 GROUPS = [
     ("GEMM (cuBLASLt)", r"nvjet|xmma|cutlass|gemm|splitKreduce|cublas"),  # first: "gelubias" GEMMs too
-    ("attention", r"attention_(fa|mma)?_?kernel|attention_kernel"),
+    ("attention", r"attention_\w*kernel"),  # the flash kernel, its key split's merge, the mma / plain ones
     ("layer norm", r"layer_norm"),
     ("GELU", r"gelu"),
     ("link scores", r"link_scores"),
@@ -71,8 +71,8 @@ def main():
     row = [json.loads(l) for l in plain.stdout.splitlines() if l.startswith("{")][-1]
     wall_ms = row["ms_median"]
 
-    # min_seconds 0: one warm-up forward (recorded into a CUDA graph where graphs are on) and
-    # three timed ones, each run kernel by kernel under ncu.
+    # min_seconds 0: the warm-up forward(s) (recorded into a CUDA graph where graphs are on) and a
+    # few timed ones (5 forwards in all with session 27's encoder_bench), each run kernel by kernel under ncu.
     log = os.path.join(tmp, "ncu.csv")
     cmd = [ncu, "--csv", "--log-file", log, "--metrics", "gpu__time_duration.sum", "--print-units", "base",
            "--clock-control", "none", "--cache-control", "none", "--graph-profiling", "node",
@@ -92,13 +92,16 @@ def main():
         unit = r.get("Metric Unit", "ns")
         ns = value * {"ns": 1, "nsecond": 1, "usecond": 1e3, "us": 1e3, "msecond": 1e6, "ms": 1e6}.get(unit, 1)
         kernels.append((r["Kernel Name"], ns))
-    # The forwards begin at the first embedding gather (the weights' load-time conversions come
-    # before); one gather per forward.
-    first = next((i for i, (n, _) in enumerate(kernels) if "embedding_kernel" in n), None)
-    if first is None:
-        sys.exit("no embedding_kernel among the profiled kernels: not a RexUniNLU forward?")
-    fwd = kernels[first:]
-    forwards = sum(1 for n, _ in fwd if "embedding_kernel" in n)
+    # Each forward ends with its one link-score kernel (the head's last kernel). The kernels after
+    # one forward's link scores, up to and including the next one's, are exactly one forward; the
+    # first forward (with the weights' load-time conversions before it) is left out. (Until
+    # session 27 the forwards began at the embedding gather, which the embeddings' layer norm
+    # now does itself: the script had stopped finding any forward.)
+    ends = [i for i, (n, _) in enumerate(kernels) if "link_scores" in n]
+    if len(ends) < 2:
+        sys.exit(f"{len(ends)} link_scores kernel(s) among the {len(kernels)} profiled: not a RexUniNLU forward?")
+    fwd = kernels[ends[0] + 1:ends[-1] + 1]
+    forwards = len(ends) - 1
     by_group, by_name, count = defaultdict(float), defaultdict(float), defaultdict(int)
     for n, ns in fwd:
         by_group[group_of(n)] += ns / forwards
