@@ -1,12 +1,18 @@
 #include "ops/packed_sequences.h"
 
 #include <algorithm>
+#include <string>
 
 #include "ops/check.h"
+#if REXNLU_HAVE_CUDA
+#include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/ops.h"
+#endif
 
 namespace rexnlu::ops {
 
-PackedSequences pack_sequences(backends::Backend& be, std::vector<int64_t> offsets, std::vector<ConstTensorRef> masks) {
+PackedSequences pack_sequences(backends::Backend& be, std::vector<int64_t> offsets, std::vector<ConstTensorRef> masks,
+                               ConstTensorRef mask_bits) {
   constexpr const char* op = "pack_sequences";
   const size_t B = masks.size();
   detail::expect(B > 0 && offsets.size() == B + 1 && offsets.front() == 0, op,
@@ -32,6 +38,23 @@ PackedSequences pack_sequences(backends::Backend& be, std::vector<int64_t> offse
          ConstTensorRef(reinterpret_cast<const std::byte*>(mask_offsets.data()), DType::kI64, {static_cast<int64_t>(B)})});
     s.device_offsets = uploaded[0];
     s.device_mask_offsets = uploaded[1];
+    for (const ConstTensorRef& m : s.masks) s.mask_span = std::max<int64_t>(s.mask_span, m.data - s.mask_base + m.numel());
+    const int64_t words = (s.mask_span + 31) / 32;
+    if (!mask_bits.empty()) {
+      detail::expect_vector(op, "mask_bits", mask_bits, DType::kI32, mask_bits.numel(), be);
+      if (mask_bits.numel() < words)
+        detail::fail(op, "mask_bits holds " + std::to_string(mask_bits.numel()) + " words, the masks need " +
+                             std::to_string(words));
+      s.device_mask_bits = mask_bits;
+    }
+#if REXNLU_HAVE_CUDA
+    if (mask_bits.empty() && be.device() == Device::kCuda) {
+      const TensorRef packed = be.alloc(DType::kI32, {words});
+      backends::cuda::pack_mask_bits(device_batch(s, nullptr), reinterpret_cast<uint32_t*>(packed.data),
+                                     backends::cuda::CudaBackend::of(be).stream());
+      s.device_mask_bits = packed;
+    }
+#endif
   }
   return s;
 }
@@ -46,6 +69,8 @@ backends::cuda::DeviceBatch device_batch(const PackedSequences& s, const int32_t
   b.mask_offsets = reinterpret_cast<const int64_t*>(s.device_mask_offsets.data);
   b.position_ids = position_ids;
   b.masks = reinterpret_cast<const uint8_t*>(s.mask_base);
+  b.mask_bits = reinterpret_cast<const uint32_t*>(s.device_mask_bits.data);
+  b.mask_span = s.mask_span;
   return b;
 }
 #endif

@@ -22,14 +22,21 @@ struct PackedSequences {
   ConstTensorRef device_offsets;       // I32 [B+1] on the device (device backends only)
   ConstTensorRef device_mask_offsets;  // I64 [B]: bytes from mask_base to masks[b]
   const std::byte* mask_base = nullptr;
+  int64_t mask_span = 0;           // bytes from mask_base to the end of the last mask (device backends)
+  ConstTensorRef device_mask_bits;  // I32 words: the masks as bits at the same offsets (DeviceBatch::mask_bits)
 
   int num_sequences() const { return static_cast<int>(masks.size()); }
   int64_t rows() const { return offsets.back(); }
 };
 
+// On a CUDA device the masks go to the kernels also as bits (DeviceBatch::mask_bits): mask_bits where
+// the caller has them (I32 words, bit k = the byte at mask_base + k, for masks written later on the
+// device's stream: the caller uploaded them as bits), else packed here from the masks (into the
+// pass's workspace, on the stream: the masks must hold their values by then).
 // Throws rexnlu::Error (kInternal) naming what is wrong: offsets not 0 .. rows ascending, an empty
-// sequence, a mask of the wrong size, type or device.
-PackedSequences pack_sequences(backends::Backend& be, std::vector<int64_t> offsets, std::vector<ConstTensorRef> masks);
+// sequence, a mask of the wrong size, type or device, mask_bits too short.
+PackedSequences pack_sequences(backends::Backend& be, std::vector<int64_t> offsets, std::vector<ConstTensorRef> masks,
+                               ConstTensorRef mask_bits = {});
 
 #if REXNLU_HAVE_CUDA
 // The batch as the CUDA kernels take it (position ids: a device I32 [rows] or null).

@@ -133,6 +133,8 @@ void small_grids(cudaStream_t s) {
       batch.mask_offsets = static_cast<int64_t*>(uploads[1]);
       batch.position_ids = static_cast<int32_t*>(uploads[2]);
       batch.masks = static_cast<uint8_t*>(uploads[3]);
+      batch.mask_bits = static_cast<uint32_t*>(upload(std::vector<uint32_t>((masks.size() + 31) / 32, ~0u)));
+      batch.mask_span = static_cast<int64_t>(masks.size());
       const DType t = DType::kF16;
       void* qkv = device_random(size_t(L) * 3 * H, t, 2, -1, 1);
       void* rel = device_random(size_t(rel_rows) * 2 * H, t, 3, -1, 1);
@@ -207,6 +209,8 @@ int main() {
     batch.mask_offsets = static_cast<int64_t*>(upload(mask_offsets));
     batch.position_ids = static_cast<int32_t*>(upload(pos));
     batch.masks = static_cast<uint8_t*>(upload(masks));
+    batch.mask_bits = static_cast<uint32_t*>(upload(std::vector<uint32_t>((masks.size() + 31) / 32, ~0u)));
+    batch.mask_span = static_cast<int64_t>(masks.size());
     for (DType t : {DType::kF32, DType::kF16, DType::kBF16}) {
       const size_t es = rexnlu::dtype_size(t);
       void* h = device_random(size_t(T) * H, t, 1, -1, 1);

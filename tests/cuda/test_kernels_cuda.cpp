@@ -189,12 +189,23 @@ struct Batch {
   int size() const { return static_cast<int>(mask_offsets.size()); }
 };
 
+// Bytes as DeviceBatch::mask_bits holds them: bit k % 32 of word k / 32 = (bytes[k] != 0).
+std::vector<uint32_t> bits_of(const std::vector<uint8_t>& bytes) {
+  std::vector<uint32_t> words((bytes.size() + 31) / 32, 0u);
+  for (size_t k = 0; k < bytes.size(); ++k)
+    if (bytes[k] != 0) words[k / 32] |= 1u << (k % 32);
+  return words;
+}
+
+// The masks go up as bytes and as bits packed here (the masks' offsets are no multiples of 32: the
+// flash kernel's funnel shifts and the words two masks share are exercised).
 struct DeviceBatchBuffers {
-  DeviceBuffer offsets, mask_offsets, positions, masks;
+  DeviceBuffer offsets, mask_offsets, positions, masks, mask_bits;
   kg::DeviceBatch view;
   explicit DeviceBatchBuffers(const Batch& b)
       : offsets(DeviceBuffer::from(b.offsets)), mask_offsets(DeviceBuffer::from(b.mask_offsets)),
-        positions(DeviceBuffer::from(b.positions)), masks(DeviceBuffer::from(b.masks)) {
+        positions(DeviceBuffer::from(b.positions)), masks(DeviceBuffer::from(b.masks)),
+        mask_bits(DeviceBuffer::from(bits_of(b.masks))) {
     view.num_sequences = b.size();
     view.max_length = b.max_len;
     view.rows = b.rows;
@@ -202,6 +213,8 @@ struct DeviceBatchBuffers {
     view.mask_offsets = mask_offsets.get<int64_t>();
     view.position_ids = positions.get<int32_t>();
     view.masks = masks.get<uint8_t>();
+    view.mask_bits = mask_bits.get<uint32_t>();
+    view.mask_span = static_cast<int64_t>(b.masks.size());
   }
 };
 
@@ -240,6 +253,14 @@ TEST(CudaHost, AttentionRejectsBadArgumentsBeforeTouchingTheGpu) {
   EXPECT_THROW(kg::disentangled_attention(a, nullptr), Error);
   a.head_dim = 64, a.type = DType::kI32;
   EXPECT_THROW(kg::disentangled_attention(a, nullptr), Error);
+  // The flash kernel reads the masks as bits: a batch without them is refused, naming them.
+  a.type = a.compute = DType::kF16, a.out = buf, a.ld_out = 64;
+  try {
+    kg::disentangled_attention_fa(a, nullptr, 64, 1);
+    ADD_FAILURE() << "a batch without mask bits accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("mask_bits"), std::string::npos) << e.what();
+  }
 }
 
 TEST(CudaHost, LinkScoresRejectsAnUnknownTile) {
@@ -624,6 +645,39 @@ TEST_F(Gpu, ZeroRowsInEveryStorageType) {
     for (int r = 0; r < rows; ++r)
       for (int c = 0; c < width; ++c)
         ASSERT_EQ(got[size_t(r) * width + c], keep[r] ? x[size_t(r) * width + c] : 0.0f) << name(t) << " row " << r;
+  }
+}
+
+// The flash kernel's mask bits made on the device (ops::pack_sequences where no caller brings them):
+// each mask's bytes as bits at its own offset, the other bits zero (words poisoned first), for masks
+// back to back (words two masks share) and with gaps of nonzero bytes between them (never packed).
+TEST_F(Gpu, PackMaskBitsGivesEachMaskBitsAtItsOffset) {
+  const Batch batch({1, 5, 33, 40, 7, 64}, 91);
+  for (const int gap : {0, 7}) {
+    std::vector<uint8_t> bytes;
+    std::vector<int64_t> mask_offsets;
+    std::vector<uint8_t> want;  // the bytes the bits must give: the masks', zeros in the gaps
+    for (int b = 0; b < batch.size(); ++b) {
+      bytes.insert(bytes.end(), gap, 0x5A), want.insert(want.end(), gap, 0);
+      mask_offsets.push_back(static_cast<int64_t>(bytes.size()));
+      const auto m = batch.masks.begin() + batch.mask_offsets[b];
+      const ptrdiff_t n = static_cast<ptrdiff_t>(batch.length(b)) * batch.length(b);
+      bytes.insert(bytes.end(), m, m + n), want.insert(want.end(), m, m + n);
+    }
+    DeviceBatchBuffers db(batch);
+    auto dbytes = DeviceBuffer::from(bytes);
+    auto doffsets = DeviceBuffer::from(mask_offsets);
+    kg::DeviceBatch view = db.view;
+    view.masks = dbytes.get<uint8_t>(), view.mask_offsets = doffsets.get<int64_t>();
+    view.mask_span = static_cast<int64_t>(bytes.size()), view.mask_bits = nullptr;
+    ASSERT_EQ(kg::mask_bits_words(view), (bytes.size() + 31) / 32);
+    DeviceBuffer words(kg::mask_bits_words(view) * sizeof(uint32_t));
+    words.poison();
+    kg::pack_mask_bits(view, words.get<uint32_t>(), nullptr);
+    std::vector<uint32_t> got(kg::mask_bits_words(view));
+    kg::check(cudaDeviceSynchronize(), "sync");
+    kg::check(cudaMemcpy(got.data(), words.get(), got.size() * sizeof(uint32_t), cudaMemcpyDeviceToHost), "download");
+    EXPECT_EQ(got, bits_of(want)) << "gap " << gap;
   }
 }
 

@@ -862,6 +862,49 @@ TEST_P(OpsTest, PackedBitsUnpackToZeroOrOneBytes) {
   }
 }
 
+// On a device pack_sequences gives the kernels the masks also as bits (DeviceBatch::mask_bits, what
+// the flash attention reads): packed there from the masks (each one's bits at its byte offset from the
+// lowest mask, whatever its length), or the caller's words, refused naming them when too few. The CPU
+// reads the bytes and gets none.
+TEST_P(OpsTest, PackSequencesGivesTheMasksAsBits) {
+  std::mt19937 rng(5);
+  const std::vector<int64_t> offsets = {0, 3, 40, 41, 78};
+  std::vector<std::vector<uint8_t>> host;
+  std::vector<Tensor> masks_d;
+  std::vector<ConstTensorRef> masks;
+  for (size_t q = 0; q + 1 < offsets.size(); ++q) {
+    const int64_t L = offsets[q + 1] - offsets[q];
+    host.emplace_back(static_cast<size_t>(L * L));
+    for (auto& b : host.back()) b = static_cast<uint8_t>(rng() % 3 == 0 ? 0 : 1 + rng() % 200);
+    masks_d.push_back(on_device(host.back(), {L, L}));
+    masks.push_back(masks_d.back());
+  }
+  const PackedSequences s = pack_sequences(be(), offsets, masks);
+  if (be().device() == Device::kCpu) {
+    EXPECT_TRUE(s.device_mask_bits.empty());
+    return;
+  }
+  ASSERT_FALSE(s.device_mask_bits.empty());
+  std::vector<int32_t> words(static_cast<size_t>(s.device_mask_bits.numel()));
+  be().download(s.device_mask_bits,
+                TensorRef(reinterpret_cast<std::byte*>(words.data()), DType::kI32, {static_cast<int64_t>(words.size())}));
+  for (size_t q = 0; q < host.size(); ++q) {
+    const int64_t at = masks[q].data - s.mask_base;
+    for (size_t k = 0; k < host[q].size(); ++k) {
+      const int64_t bit = at + static_cast<int64_t>(k);
+      ASSERT_EQ((static_cast<uint32_t>(words[bit / 32]) >> (bit % 32)) & 1u, host[q][k] != 0 ? 1u : 0u)
+          << "mask " << q << ", byte " << k;
+    }
+  }
+  const Tensor few = on_device(std::vector<int32_t>(1, -1), {1});
+  try {
+    pack_sequences(be(), offsets, masks, few);
+    FAIL() << "too few mask bits accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("mask_bits"), std::string::npos) << e.what();
+  }
+}
+
 TEST_P(OpsTest, MismatchedArgumentsAreRefusedNamingTheOp) {
   Tensor a = be().alloc_tensor(DType::kF32, {4, 8}), b = be().alloc_tensor(DType::kF32, {5, 8});
   Tensor c = be().alloc_tensor(DType::kF32, {4, 4});

@@ -4,8 +4,9 @@
 //   S[i,j] = (Q_i·K_j + Q_i·Kr[idx] + K_j·Qr[idx]) / s,  idx = clamp(pos_i - pos_j + rel_rows/2, 0, rel_rows-1)
 //   P = XSoftmax(S, mask);  out_i = sum_j P[i,j] V_j
 // One block = one sequence, one head, 4 warps, two shapes (Shape<D, WQ>; at head_dim 64 about
-// 93 KB (WQ = 4) and 99 KB (WQ = 1) of shared memory and 255 / 198 registers (the key split
-// 255 with 20 bytes spilled / 203; ptxas -v of CUDA 13.0, sm_90, session 22): 2 blocks per SM):
+// 93 KB (WQ = 4) and 99 KB (WQ = 1) of shared memory and 236 / 186 registers (the key split
+// 242 / 192, nothing spilled; ptxas -v of CUDA 13.0, sm_90, session 28, the masks read as bits):
+// 2 blocks per SM):
 //   WQ = 4: 64 query rows, warp w owns rows [16w, 16w+16) and all 32 keys of each chunk;
 //   WQ = 1: 16 query rows, warp w owns keys [16w, 16w+16) of each 64-key chunk; the four
 //           (max, sum, O) of a row are merged at the end (small grids).
@@ -36,7 +37,8 @@
 // r % kRing) that keeps the rows shared by consecutive chunks' windows; the next chunk's first
 // window is fetched once every warp is past its last read of the ring in this chunk (a barrier),
 // overlapping the softmax and P·V; further windows of a chunk (scattered positions) are fetched
-// when needed. Masks and key positions of the next chunks are loaded into registers ahead of use.
+// when needed. Key positions and the mask's bits (two words per row and chunk, DeviceBatch::mask_bits)
+// of the next chunks are loaded into registers ahead of use.
 // Products accumulate in fp32; P is rounded to the 16-bit type before P·V (as flash attention
 // and the WMMA kernel do). Masked entries are excluded by selection (never arithmetic on -inf),
 // padded keys read zero-filled K/V rows, and a row with no kept key is all zeros.
@@ -274,7 +276,6 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a,
   const T* q_rel = static_cast<const T*>(a.q_rel) + h * D;
   const T* k_rel = static_cast<const T*>(a.k_rel) + h * D;
   const int32_t* pos = a.batch.position_ids + row0;
-  const uint8_t* mask = a.batch.masks + a.batch.mask_offsets[b];
   const uint32_t sbase = smem_addr(smem);
   float* c2p = reinterpret_cast<float*>(smem + S::c2p) + warp * 16 * kLdf;
   float* p2c = reinterpret_cast<float*>(smem + (kWK == 1 ? S::p2c : S::c2p));  // WQ = 1: row 16w + r = warp w's c2p row r
@@ -384,20 +385,36 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a,
     for (int u = 0; u < kKu; ++u) ok = ok && (c * kBk + 32 * u + lane >= L || raw[u] - 32 * u - lane == first);
     return __all_sync(kFull, ok) != 0;
   };
-  // Mask bytes of the thread's accumulator elements of chunk c (0 for rows / keys past L).
-  const auto load_mask = [&](int c, uint32_t (&mk)[2][kNt][2]) {
+  // The mask as bits (DeviceBatch::mask_bits): row il's bits from the warp's first key of chunk c,
+  // c * kBk + kw * kKW, on are bits mrow[rr] + c * kBk on of the sequence's (bit k of its mask at bit
+  // mask_offsets[b] + k), so a chunk's (at most 32) keys of the row lie in two words, the same bit
+  // offset mshift[rr] into the first at every chunk (kBk is a multiple of 32). The words are loaded
+  // a chunk ahead and joined when used (mask_bits_of); rows past nq read none.
+  int mrow[2], mshift[2];
+#pragma unroll
+  for (int rr = 0; rr < 2; ++rr) {
+    const int il = 16 * wq + g + 8 * rr;
+    const int64_t bit = a.batch.mask_offsets[b] + static_cast<int64_t>(i0 + min(il, nq - 1)) * L + kw * kKW;
+    mrow[rr] = il < nq ? static_cast<int>(bit >> 5) : -1;  // word index (checked to fit at launch)
+    mshift[rr] = static_cast<int>(bit & 31);
+  }
+  const auto load_mask = [&](int c, uint32_t (&mw)[2][2]) {
+    const int kept = min(kKW, L - (c * kBk + kw * kKW));  // the warp's keys of chunk c below L
 #pragma unroll
     for (int rr = 0; rr < 2; ++rr) {
-      const int il = 16 * wq + g + 8 * rr;
-      const uint8_t* mrow = mask + static_cast<size_t>(i0 + min(il, nq - 1)) * L;
-#pragma unroll
-      for (int n = 0; n < kNt; ++n)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const int j = c * kBk + kw * kKW + 8 * n + 2 * qd + e;
-          mk[rr][n][e] = il < nq && j < L ? mrow[j] : 0u;
-        }
+      const bool any = mrow[rr] >= 0 && kept > 0;
+      const int w = mrow[rr] + c * (kBk / 32);
+      mw[rr][0] = any ? a.batch.mask_bits[w] : 0u;
+      mw[rr][1] = any && mshift[rr] + kept > 32 ? a.batch.mask_bits[w + 1] : 0u;
     }
+  };
+  // Chunk c's bits of row rr as the accumulators use them: bit 8n + e = key c * kBk + kw * kKW + 8n +
+  // 2qd + e kept (keys past L: 0).
+  const auto mask_bits_of = [&](int c, const uint32_t (&mw)[2][2], int rr) {
+    uint32_t x = __funnelshift_r(mw[rr][0], mw[rr][1], mshift[rr]);
+    const int kept = L - (c * kBk + kw * kKW);
+    if (kept < 32) x &= kept > 0 ? (1u << kept) - 1u : 0u;
+    return x >> (2 * qd);
   };
 
   const int nc = kSplit ? part_nc : (L + kBk - 1) / kBk;
@@ -407,8 +424,8 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a,
   int cfirst = 0;  // runs: chunk c's first key position and whether its keys run contiguously
   bool crun = kRuns && key_run(c0, raw, cfirst);
   if (nc > c0 + 1) load_pos(c0 + 1, raw);
-  uint32_t mk_next[2][kNt][2];
-  load_mask(c0, mk_next);
+  uint32_t mw_next[2][2];
+  load_mask(c0, mw_next);
   // A chunk's first window into the ring: the relative rows (at most kRw) that its keys, with
   // tile ranges tmn / tmx, and the block's rows index.
   const auto fetch_first_window = [&](const int (&tmn)[kKt], const int (&tmx)[kKt]) {
@@ -482,16 +499,9 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a,
       fetch_chunk(c + 1, cur ^ 1);
       cp_commit();
     }
-    // This chunk's mask as bits (rr, n, e) -> bit 2 (kNt rr + n) + e: 1 register instead of 2 x kNt x 2
-    // (the next chunk's bytes stay bytes while their loads are in flight).
-    uint32_t mk = 0;
-#pragma unroll
-    for (int rr = 0; rr < 2; ++rr)
-#pragma unroll
-      for (int n = 0; n < kNt; ++n)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) mk |= (mk_next[rr][n][e] != 0u ? 1u : 0u) << (2 * (kNt * rr + n) + e);
-    if (c + 1 < nc) load_mask(c + 1, mk_next);
+    // This chunk's mask bits per row (the next chunk's words stay words while their loads are in flight).
+    const uint32_t mk[2] = {mask_bits_of(c, mw_next, 0), mask_bits_of(c, mw_next, 1)};
+    if (c + 1 < nc) load_mask(c + 1, mw_next);
 
     // S = Q·K^T over the warp's keys.
     const uint32_t kbuf = sbase + S::k + cur * kBk * kLdh * 2;
@@ -732,7 +742,7 @@ __global__ void __launch_bounds__(kThreads) attention_fa_kernel(AttentionArgs a,
       for (int n = 0; n < kNt; ++n)
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
-          const float x = (mk >> (2 * (kNt * rr + n) + e)) & 1u ? s[n][2 * rr + e] * sl2 : -INFINITY;
+          const float x = (mk[rr] >> (8 * n + e)) & 1u ? s[n][2 * rr + e] * sl2 : -INFINITY;
           s[n][2 * rr + e] = x;
           mx = fmaxf(mx, x);
         }
@@ -988,6 +998,9 @@ void disentangled_attention_fa(const AttentionArgs& a, cudaStream_t stream, int 
     throw InternalError(std::string(what) +
                         ": q, k, v, q_rel, k_rel and their row strides must be 16-byte aligned, out 4-byte with an even row stride");
   if (a.batch.num_sequences <= 0) return;
+  if (a.batch.mask_bits == nullptr || a.batch.mask_span <= 0 || a.batch.mask_span / 32 >= INT_MAX)
+    throw InternalError(std::string(what) + ": needs the masks as bits (DeviceBatch::mask_bits, mask_span below 2^36; " +
+                        "cuda::pack_mask_bits), got mask_span " + std::to_string(a.batch.mask_span));
   const auto [rows, parts] = plan(a, rows_per_block, split_parts, what);
   if (parts > 1 && a.head_dim != 64)
     throw InternalError(std::string(what) + ": the key split runs at head_dim 64 only, got split_parts " +

@@ -51,6 +51,12 @@ struct DeviceBatch {
   const int64_t* mask_offsets = nullptr;  // [B]: sequence b's L*L block starts at masks + mask_offsets[b]
   const int32_t* position_ids = nullptr;  // [rows]
   const uint8_t* masks = nullptr;         // 2D masks, L*L row-major each, nonzero = row attends to column
+  // The same masks as bits at the same offsets: bit mask_offsets[b] + k (bit k % 32 of word k / 32)
+  // is set where sequence b's byte k is nonzero (the flash kernel reads these: attention_fa.cu;
+  // pack_mask_bits makes them from the bytes). mask_span: the bytes from masks to the end of the
+  // last mask, so mask_bits holds (mask_span + 31) / 32 words.
+  const uint32_t* mask_bits = nullptr;
+  int64_t mask_span = 0;
 };
 
 }  // namespace rexnlu::backends::cuda

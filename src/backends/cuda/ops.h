@@ -175,6 +175,11 @@ void embedding(const float* table, const int32_t* ids, int rows, int width, floa
 // Rows r of x [rows, width] of `type` (contiguous) with keep[r] == 0 become zeros (ops::zero_rows).
 void zero_rows(DType type, void* x, const uint8_t* keep, int rows, int width, cudaStream_t stream);
 
+// The batch's masks as bits into words (mask_bits_words(batch) of them): DeviceBatch::mask_bits's
+// layout, from batch.masks, mask_offsets, offsets and mask_span (ops::pack_sequences).
+size_t mask_bits_words(const DeviceBatch& batch);
+void pack_mask_bits(const DeviceBatch& batch, uint32_t* words, cudaStream_t stream);
+
 // dst[i] = 1 where bit i % 32 of words[i / 32] is set, else 0 (ops::unpack_bits).
 void unpack_bits(const uint32_t* words, uint8_t* dst, size_t n, cudaStream_t stream);
 

@@ -51,7 +51,32 @@ __global__ void unpack_bits_kernel(const uint32_t* words, uint8_t* dst, size_t n
   for (size_t i = first; i < n && i < first + 32; ++i) dst[i] = static_cast<uint8_t>((bits >> (i - first)) & 1u);
 }
 
+// Thread t of block row b: word mask_offsets[b] / 32 + t of the bits, sequence b's bits of it (a word
+// at a mask's edge may hold another sequence's bits too: OR'ed into words zeroed first).
+__global__ void pack_mask_bits_kernel(DeviceBatch batch, uint32_t* words) {
+  pdl_begin();
+  const int b = blockIdx.y;
+  const int64_t L = batch.offsets[b + 1] - batch.offsets[b];
+  const int64_t lo = batch.mask_offsets[b], hi = lo + L * L;  // the mask's bytes = its bits
+  const int64_t w = lo / 32 + blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  const int64_t first = max(32 * w, lo), last = min(32 * w + 32, hi);
+  if (first >= last) return;
+  uint32_t bits = 0;
+  for (int64_t k = first; k < last; ++k) bits |= (batch.masks[k] != 0 ? 1u : 0u) << (k - 32 * w);
+  if (bits != 0) atomicOr(words + w, bits);
+}
+
 }  // namespace
+
+size_t mask_bits_words(const DeviceBatch& batch) { return static_cast<size_t>((batch.mask_span + 31) / 32); }
+
+void pack_mask_bits(const DeviceBatch& batch, uint32_t* words, cudaStream_t stream) {
+  if (batch.num_sequences <= 0 || batch.mask_span <= 0) return;
+  check(cudaMemsetAsync(words, 0, sizeof(uint32_t) * mask_bits_words(batch), stream), "cuda::pack_mask_bits");
+  const int64_t per_sequence = (static_cast<int64_t>(batch.max_length) * batch.max_length + 31) / 32 + 1;
+  launch_kernel(pack_mask_bits_kernel, dim3(static_cast<unsigned>((per_sequence + 255) / 256), batch.num_sequences),
+                dim3(256), 0, stream, "cuda::pack_mask_bits", batch, words);
+}
 
 void unpack_bits(const uint32_t* words, uint8_t* dst, size_t n, cudaStream_t stream) {
   if (n == 0) return;

@@ -91,7 +91,9 @@ ConstTensorRef DebertaV2RexEncoder::forward(backends::Backend& be, const PackedB
       masks.push_back(ConstTensorRef(mask_bytes.data + bits.at[static_cast<size_t>(b)], DType::kU8, {L, L}, be.device()));
     }
   }
-  const ops::PackedSequences seqs = ops::pack_sequences(be, batch.offsets, masks);
+  // The flash attention reads the uploaded bits themselves (bit k = mask_bytes' byte k).
+  const ops::PackedSequences seqs =
+      ops::pack_sequences(be, batch.offsets, masks, bits.words.empty() ? ConstTensorRef{} : uploaded[3]);
   // The activations from the embeddings' layer norm on are of the backend's activation type (h's).
   // emb is layer 0's input and the conv's: layer 0 writes h (there are layers: config_reader.h).
   const TensorRef emb = be.alloc(h.dtype, {T, H});
