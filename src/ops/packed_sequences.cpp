@@ -32,13 +32,15 @@ PackedSequences pack_sequences(backends::Backend& be, std::vector<int64_t> offse
     for (const ConstTensorRef& m : s.masks) s.mask_base = std::min(s.mask_base, m.data);
     const std::vector<int32_t> offsets32(s.offsets.begin(), s.offsets.end());
     std::vector<int64_t> mask_offsets(B);
-    for (size_t b = 0; b < B; ++b) mask_offsets[b] = s.masks[b].data - s.mask_base;
+    for (size_t b = 0; b < B; ++b) {
+      mask_offsets[b] = s.masks[b].data - s.mask_base;
+      s.mask_span = std::max<int64_t>(s.mask_span, mask_offsets[b] + s.masks[b].numel());
+    }
     const std::vector<ConstTensorRef> uploaded = be.upload_all(  // one copy for both
         {host_ref(offsets32.data(), {static_cast<int64_t>(B + 1)}),
          ConstTensorRef(reinterpret_cast<const std::byte*>(mask_offsets.data()), DType::kI64, {static_cast<int64_t>(B)})});
     s.device_offsets = uploaded[0];
     s.device_mask_offsets = uploaded[1];
-    for (const ConstTensorRef& m : s.masks) s.mask_span = std::max<int64_t>(s.mask_span, m.data - s.mask_base + m.numel());
     const int64_t words = (s.mask_span + 31) / 32;
     if (!mask_bits.empty()) {
       detail::expect_vector(op, "mask_bits", mask_bits, DType::kI32, mask_bits.numel(), be);
@@ -48,7 +50,8 @@ PackedSequences pack_sequences(backends::Backend& be, std::vector<int64_t> offse
       s.device_mask_bits = mask_bits;
     }
 #if REXNLU_HAVE_CUDA
-    if (mask_bits.empty() && be.device() == Device::kCuda) {
+    // Only the flash attention reads the bits, and only on 16-bit activations: at fp32 nobody would.
+    if (mask_bits.empty() && be.device() == Device::kCuda && be.activation_type() != DType::kF32) {
       const TensorRef packed = be.alloc(DType::kI32, {words});
       backends::cuda::pack_mask_bits(device_batch(s, nullptr), reinterpret_cast<uint32_t*>(packed.data),
                                      backends::cuda::CudaBackend::of(be).stream());

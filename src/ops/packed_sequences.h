@@ -31,8 +31,9 @@ struct PackedSequences {
 
 // On a CUDA device the masks go to the kernels also as bits (DeviceBatch::mask_bits): mask_bits where
 // the caller has them (I32 words, bit k = the byte at mask_base + k, for masks written later on the
-// device's stream: the caller uploaded them as bits), else packed here from the masks (into the
-// pass's workspace, on the stream: the masks must hold their values by then).
+// device's stream: the caller uploaded them as bits), else, where the activations are 16-bit (the
+// flash attention's, the only reader of the bits), packed here from the masks (into the pass's
+// workspace, on the stream: the masks must hold their values by then); at fp32 none.
 // Throws rexnlu::Error (kInternal) naming what is wrong: offsets not 0 .. rows ascending, an empty
 // sequence, a mask of the wrong size, type or device, mask_bits too short.
 PackedSequences pack_sequences(backends::Backend& be, std::vector<int64_t> offsets, std::vector<ConstTensorRef> masks,

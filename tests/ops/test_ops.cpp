@@ -866,42 +866,62 @@ TEST_P(OpsTest, PackedBitsUnpackToZeroOrOneBytes) {
 // the flash attention reads): packed there from the masks (each one's bits at its byte offset from the
 // lowest mask, whatever its length), or the caller's words, refused naming them when too few. The CPU
 // reads the bytes and gets none.
+// The masks as bits (DeviceBatch::mask_bits), which only the flash attention reads: packed on the
+// device where the activations are 16-bit, each mask's bits at its byte offset; none on the CPU nor
+// at fp32 (nobody would read them); bits a caller hands over are taken as they are, if enough.
 TEST_P(OpsTest, PackSequencesGivesTheMasksAsBits) {
   std::mt19937 rng(5);
   const std::vector<int64_t> offsets = {0, 3, 40, 41, 78};
   std::vector<std::vector<uint8_t>> host;
-  std::vector<Tensor> masks_d;
-  std::vector<ConstTensorRef> masks;
   for (size_t q = 0; q + 1 < offsets.size(); ++q) {
     const int64_t L = offsets[q + 1] - offsets[q];
     host.emplace_back(static_cast<size_t>(L * L));
     for (auto& b : host.back()) b = static_cast<uint8_t>(rng() % 3 == 0 ? 0 : 1 + rng() % 200);
-    masks_d.push_back(on_device(host.back(), {L, L}));
-    masks.push_back(masks_d.back());
   }
-  const PackedSequences s = pack_sequences(be(), offsets, masks);
-  if (be().device() == Device::kCpu) {
-    EXPECT_TRUE(s.device_mask_bits.empty());
-    return;
+  // The masks on `backend`'s device, and the packed sequences of them.
+  const auto pack = [&](backends::Backend& backend, std::vector<Tensor>& keep, ConstTensorRef bits = {}) {
+    std::vector<ConstTensorRef> masks;
+    for (const auto& m : host) {
+      const auto L = static_cast<int64_t>(std::lround(std::sqrt(static_cast<double>(m.size()))));
+      keep.push_back(backend.copy_of(host_ref(m.data(), {L, L})));
+      masks.push_back(keep.back());
+    }
+    return pack_sequences(backend, offsets, masks, bits);
+  };
+  std::vector<Tensor> masks32;
+  const PackedSequences s32 = pack(be(), masks32);
+  EXPECT_TRUE(s32.device_mask_bits.empty()) << "bits at fp32 activations (" << be().describe() << ")";
+  if (be().device() == Device::kCpu) return;
+  const Tensor given = on_device(std::vector<int32_t>(static_cast<size_t>((s32.mask_span + 31) / 32), 7),
+                                 {(s32.mask_span + 31) / 32});
+  std::vector<Tensor> masks_given;
+  EXPECT_EQ(pack(be(), masks_given, given).device_mask_bits.data, given.ref().data) << "the caller's bits not taken";
+  const Tensor few = on_device(std::vector<int32_t>(1, -1), {1});
+  try {
+    std::vector<Tensor> masks_few;
+    pack(be(), masks_few, few);
+    FAIL() << "too few mask bits accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("mask_bits"), std::string::npos) << e.what();
   }
+
+  // 16-bit activations: packed on the device.
+  auto be16 = backends::make_backend(LoadOptions{be().device(), Precision::kFloat16, 0});
+  be16->begin_pass();
+  ASSERT_NE(be16->activation_type(), DType::kF32) << be16->describe();
+  std::vector<Tensor> masks16;
+  const PackedSequences s = pack(*be16, masks16);
   ASSERT_FALSE(s.device_mask_bits.empty());
   std::vector<int32_t> words(static_cast<size_t>(s.device_mask_bits.numel()));
-  be().download(s.device_mask_bits,
-                TensorRef(reinterpret_cast<std::byte*>(words.data()), DType::kI32, {static_cast<int64_t>(words.size())}));
+  be16->download(s.device_mask_bits,
+                 TensorRef(reinterpret_cast<std::byte*>(words.data()), DType::kI32, {static_cast<int64_t>(words.size())}));
   for (size_t q = 0; q < host.size(); ++q) {
-    const int64_t at = masks[q].data - s.mask_base;
+    const int64_t at = s.masks[q].data - s.mask_base;
     for (size_t k = 0; k < host[q].size(); ++k) {
       const int64_t bit = at + static_cast<int64_t>(k);
       ASSERT_EQ((static_cast<uint32_t>(words[bit / 32]) >> (bit % 32)) & 1u, host[q][k] != 0 ? 1u : 0u)
           << "mask " << q << ", byte " << k;
     }
-  }
-  const Tensor few = on_device(std::vector<int32_t>(1, -1), {1});
-  try {
-    pack_sequences(be(), offsets, masks, few);
-    FAIL() << "too few mask bits accepted";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("mask_bits"), std::string::npos) << e.what();
   }
 }
 

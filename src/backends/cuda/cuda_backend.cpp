@@ -351,8 +351,8 @@ DeviceBatch CudaBackend::one_sequence(int length, const int32_t* positions, cons
   b.mask_offsets = &d->mask_offset;
   b.position_ids = positions;
   b.masks = mask;
-  if (mask != nullptr) {  // and as bits (the flash kernel's)
-    b.mask_span = static_cast<int64_t>(length) * length;
+  b.mask_span = mask != nullptr ? static_cast<int64_t>(length) * length : 0;
+  if (mask != nullptr && activation_type() != DType::kF32) {  // and as bits (the flash kernel's: 16-bit only)
     auto* words = workspace().alloc<uint32_t>(mask_bits_words(b));
     pack_mask_bits(b, words, stream_);
     b.mask_bits = words;

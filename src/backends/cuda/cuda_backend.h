@@ -100,8 +100,8 @@ class CudaBackend final : public Backend {
   bool gelu_epilogue() const { return gelu_epilogue_; }
   // Enqueues a product on the stream with this backend's cuBLASLt workspace.
   void gemm(const GemmArgs& args);
-  // One packed sequence of `length` rows as a DeviceBatch (offsets and the mask's bits in the
-  // workspace: call inside a Workspace::Frame); positions and mask are device pointers.
+  // One packed sequence of `length` rows as a DeviceBatch (offsets and, at 16-bit activations, the
+  // mask's bits in the workspace: call inside a Workspace::Frame); positions and mask are device pointers.
   DeviceBatch one_sequence(int length, const int32_t* positions, const uint8_t* mask);
 
  protected:
