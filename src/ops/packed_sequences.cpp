@@ -50,8 +50,7 @@ PackedSequences pack_sequences(backends::Backend& be, std::vector<int64_t> offse
       s.device_mask_bits = mask_bits;
     }
 #if REXNLU_HAVE_CUDA
-    // Only the flash attention reads the bits, and only on 16-bit activations: at fp32 nobody would.
-    if (mask_bits.empty() && be.device() == Device::kCuda && be.activation_type() != DType::kF32) {
+    if (mask_bits.empty() && be.device() == Device::kCuda && backends::cuda::CudaBackend::of(be).wants_mask_bits()) {
       const TensorRef packed = be.alloc(DType::kI32, {words});
       backends::cuda::pack_mask_bits(device_batch(s, nullptr), reinterpret_cast<uint32_t*>(packed.data),
                                      backends::cuda::CudaBackend::of(be).stream());

@@ -862,10 +862,6 @@ TEST_P(OpsTest, PackedBitsUnpackToZeroOrOneBytes) {
   }
 }
 
-// On a device pack_sequences gives the kernels the masks also as bits (DeviceBatch::mask_bits, what
-// the flash attention reads): packed there from the masks (each one's bits at its byte offset from the
-// lowest mask, whatever its length), or the caller's words, refused naming them when too few. The CPU
-// reads the bytes and gets none.
 // The masks as bits (DeviceBatch::mask_bits), which only the flash attention reads: packed on the
 // device where the activations are 16-bit, each mask's bits at its byte offset; none on the CPU nor
 // at fp32 (nobody would read them); bits a caller hands over are taken as they are, if enough.
@@ -881,9 +877,9 @@ TEST_P(OpsTest, PackSequencesGivesTheMasksAsBits) {
   // The masks on `backend`'s device, and the packed sequences of them.
   const auto pack = [&](backends::Backend& backend, std::vector<Tensor>& keep, ConstTensorRef bits = {}) {
     std::vector<ConstTensorRef> masks;
-    for (const auto& m : host) {
-      const auto L = static_cast<int64_t>(std::lround(std::sqrt(static_cast<double>(m.size()))));
-      keep.push_back(backend.copy_of(host_ref(m.data(), {L, L})));
+    for (size_t q = 0; q < host.size(); ++q) {
+      const int64_t L = offsets[q + 1] - offsets[q];
+      keep.push_back(backend.copy_of(host_ref(host[q].data(), {L, L})));
       masks.push_back(keep.back());
     }
     return pack_sequences(backend, offsets, masks, bits);
@@ -892,8 +888,8 @@ TEST_P(OpsTest, PackSequencesGivesTheMasksAsBits) {
   const PackedSequences s32 = pack(be(), masks32);
   EXPECT_TRUE(s32.device_mask_bits.empty()) << "bits at fp32 activations (" << be().describe() << ")";
   if (be().device() == Device::kCpu) return;
-  const Tensor given = on_device(std::vector<int32_t>(static_cast<size_t>((s32.mask_span + 31) / 32), 7),
-                                 {(s32.mask_span + 31) / 32});
+  const int64_t words32 = (s32.mask_span + 31) / 32;
+  const Tensor given = on_device(std::vector<int32_t>(static_cast<size_t>(words32), 7), {words32});
   std::vector<Tensor> masks_given;
   EXPECT_EQ(pack(be(), masks_given, given).device_mask_bits.data, given.ref().data) << "the caller's bits not taken";
   const Tensor few = on_device(std::vector<int32_t>(1, -1), {1});

@@ -352,7 +352,7 @@ DeviceBatch CudaBackend::one_sequence(int length, const int32_t* positions, cons
   b.position_ids = positions;
   b.masks = mask;
   b.mask_span = mask != nullptr ? static_cast<int64_t>(length) * length : 0;
-  if (mask != nullptr && activation_type() != DType::kF32) {  // and as bits (the flash kernel's: 16-bit only)
+  if (mask != nullptr && wants_mask_bits()) {  // and as bits (the flash kernel's)
     auto* words = workspace().alloc<uint32_t>(mask_bits_words(b));
     pack_mask_bits(b, words, stream_);
     b.mask_bits = words;

@@ -100,7 +100,10 @@ class CudaBackend final : public Backend {
   bool gelu_epilogue() const { return gelu_epilogue_; }
   // Enqueues a product on the stream with this backend's cuBLASLt workspace.
   void gemm(const GemmArgs& args);
-  // One packed sequence of `length` rows as a DeviceBatch (offsets and, at 16-bit activations, the
+  // Whether a batch's masks should go to the kernels also as bits (DeviceBatch::mask_bits): their only
+  // reader, the flash attention, runs on 16-bit activations alone.
+  bool wants_mask_bits() const { return activation_type() != DType::kF32; }
+  // One packed sequence of `length` rows as a DeviceBatch (offsets and, where wants_mask_bits(), the
   // mask's bits in the workspace: call inside a Workspace::Frame); positions and mask are device pointers.
   DeviceBatch one_sequence(int length, const int32_t* positions, const uint8_t* mask);
 
