@@ -5,6 +5,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -86,52 +87,108 @@ TEST(MaskedSoftmax, MatchesXSoftmaxIncludingFullyMaskedRows) {
   EXPECT_NEAR(s[3 * ld + 0], 1.0f, 1e-7);
 }
 
-// The attention's row passes on every vector ISA this CPU has (the dispatch picks one; the others
-// run here too), against the definition in double: 37 keys = vector steps plus a scalar tail.
-TEST(AttentionRows, EveryIsaMatchesTheDefinition) {
-  const int n = 37, rel_rows = 24, step = 40, c2p_offset = -2 * step + 3;
-  std::vector<int32_t> pos(n), key_offset(n);
-  for (int j = 0; j < n; ++j) pos[j] = (j * 7) % 24 - 4;  // indices 2 .. 25, clamped to 23
-  for (int j = 0; j < n; ++j) key_offset[j] = (j * 5) % n - step;  // relative rows from 1 on
-  std::vector<uint8_t> mask(n, 1);
-  for (int j = 0; j < n; j += 4) mask[j] = 0;
-  const std::vector<float> scores = random_vec(n, 31, -3, 3), c2p = random_vec(size_t(rel_rows) * step, 32, -3, 3),
-                           p2c = random_vec(size_t(rel_rows) * step, 33, -3, 3);
-  RelativeTerms t;
-  t.key_pos = pos.data();
-  t.key_offset = key_offset.data();
-  t.mask = mask.data();
-  t.query_pos = 9 + rel_rows / 2;
-  t.max_index = rel_rows - 1;
-  t.c2p = c2p.data();
-  t.c2p_offset = c2p_offset;
-  t.p2c = p2c.data();
-  t.step = step;
-  t.inv_scale = 0.25f;
-  std::vector<double> want(n);
-  double mx = -1e300, sum = 0;
-  for (int j = 0; j < n; ++j) {
-    const int r = std::clamp(t.query_pos - pos[j], 0, rel_rows - 1);
-    ASSERT_GE(r, 2);  // the test's own arguments: in range
-    want[j] = scores[j] + (double(c2p[c2p_offset + r * step]) + p2c[key_offset[j] + r * step]) * 0.25;
-    if (mask[j]) mx = std::max(mx, want[j]);
+// One attention row of n keys: scores, relative positions that clamp at both ends, every fourth key
+// masked, and the c2p / p2c tables they index.
+struct AttentionRowCase {
+  static constexpr int rel_rows = 24, step = 40, c2p_offset = -2 * step + 3;
+  int n;
+  std::vector<int32_t> pos, key_offset;
+  std::vector<uint8_t> mask;
+  std::vector<float> scores, c2p, p2c;
+
+  float inv_scale;
+
+  explicit AttentionRowCase(int keys, float scale = 0.25f, unsigned seed = 31)
+      : n(keys), pos(size_t(keys)), key_offset(size_t(keys)), mask(size_t(keys), 1),
+        scores(random_vec(size_t(keys), seed, -3, 3)), c2p(random_vec(size_t(rel_rows) * step, seed + 1, -3, 3)),
+        p2c(random_vec(size_t(rel_rows) * step, seed + 2, -3, 3)), inv_scale(scale) {
+    for (int j = 0; j < n; ++j) pos[j] = (j * 7) % 24 - 4;             // indices 2 .. 25, clamped to 23
+    for (int j = 0; j < n; ++j) key_offset[j] = (j * 5) % n - step;     // relative rows from 1 on
+    for (int j = 0; j < n; j += 4) mask[j] = 0;
   }
-  for (int j = 0; j < n; ++j) sum += mask[j] ? std::exp(want[j] - mx) : 0.0;
+  RelativeTerms terms() const {
+    RelativeTerms t;
+    t.key_pos = pos.data();
+    t.key_offset = key_offset.data();
+    t.mask = mask.data();
+    t.query_pos = 9 + rel_rows / 2;
+    t.max_index = rel_rows - 1;
+    t.c2p = c2p.data();
+    t.c2p_offset = c2p_offset;
+    t.p2c = p2c.data();
+    t.step = step;
+    t.inv_scale = inv_scale;
+    return t;
+  }
+};
+
+std::vector<VecIsa> row_isas() {  // the scalar rows and every vector ISA this CPU has
   std::vector<VecIsa> isas = {VecIsa::kScalar};
   if (vec_isa() != VecIsa::kScalar) isas.push_back(VecIsa::kAvx2);
   if (vec_isa() == VecIsa::kAvx512) isas.push_back(VecIsa::kAvx512);
-  for (VecIsa isa : isas) {
+  return isas;
+}
+
+// The attention's row passes on every vector ISA this CPU has (the dispatch picks one; the others
+// run here too), against the definition in double: 37 keys = vector steps plus a scalar tail.
+TEST(AttentionRows, EveryIsaMatchesTheDefinition) {
+  const AttentionRowCase row(37);
+  const int n = row.n;
+  const RelativeTerms t = row.terms();
+  std::vector<double> want(n);
+  double mx = -1e300, sum = 0;
+  for (int j = 0; j < n; ++j) {
+    const int r = std::clamp(t.query_pos - row.pos[j], 0, row.rel_rows - 1);
+    ASSERT_GE(r, 2);  // the test's own arguments: in range
+    want[j] = row.scores[j] +
+              (double(row.c2p[row.c2p_offset + r * row.step]) + row.p2c[row.key_offset[j] + r * row.step]) * 0.25;
+    if (row.mask[j]) mx = std::max(mx, want[j]);
+  }
+  for (int j = 0; j < n; ++j) sum += row.mask[j] ? std::exp(want[j] - mx) : 0.0;
+  for (VecIsa isa : row_isas()) {
     SCOPED_TRACE(vec_isa_name(isa));
-    std::vector<float> s = scores;
+    std::vector<float> s = row.scores;
     const float got_max = add_relative_terms(isa, s.data(), n, t, -std::numeric_limits<float>::infinity());
     EXPECT_NEAR(got_max, mx, 1e-5);
     for (int j = 0; j < n; ++j) {
-      if (mask[j]) ASSERT_NEAR(s[j], want[j], 1e-5) << j;
+      if (row.mask[j]) ASSERT_NEAR(s[j], want[j], 1e-5) << j;
       else ASSERT_EQ(s[j], -std::numeric_limits<float>::infinity()) << j;
     }
     const float got_sum = exp_and_sum(isa, s.data(), n, got_max);
     EXPECT_NEAR(got_sum, sum, 1e-5 * sum);
-    for (int j = 0; j < n; ++j) ASSERT_NEAR(s[j], mask[j] ? std::exp(want[j] - mx) : 0.0, 1e-6) << j;
+    for (int j = 0; j < n; ++j) ASSERT_NEAR(s[j], row.mask[j] ? std::exp(want[j] - mx) : 0.0, 1e-6) << j;
+  }
+}
+
+// Which keys of a row fall in a vector kernel's scalar tail depends on the row's length, i.e. on the
+// batch, so a key must get the same bits there as in a vector step, and the same on every ISA: the
+// scalar code writes out the vector code's fused multiply-adds. Before session 30 it left them to
+// the compiler, which forms FMAs only from -O2 and only where the target has them: in a build
+// without -march=native (REXNLU_NATIVE=OFF) or at -O1, 1 key in 8 differed and this test failed; the
+// -march=native -O2/-O3 builds passed it either way.
+TEST(AttentionRows, AKeyGetsTheSameBitsOnEveryIsaAndAtEveryRowLength) {
+  // The model's scale, 1 / sqrt(3 x 64) (a power of two would make every product exact), and 8 rows
+  // of random scores so that the exps' roundings get a chance to differ.
+  for (unsigned seed = 40; seed < 48; ++seed) {
+    const AttentionRowCase full(40, 0.0721687836f, seed);
+    const RelativeTerms t = full.terms();
+    const float no_max = -std::numeric_limits<float>::infinity();
+    std::vector<float> ref_scores = full.scores;  // the reference: the scalar rows over all 40 keys
+    add_relative_terms(VecIsa::kScalar, ref_scores.data(), full.n, t, no_max);
+    std::vector<float> ref_probs = ref_scores;
+    exp_and_sum(VecIsa::kScalar, ref_probs.data(), full.n, 0.5f);  // a fixed max: each exp depends on its key only
+    for (VecIsa isa : row_isas()) {
+      for (int n = 1; n <= full.n; ++n) {
+        SCOPED_TRACE(std::string(vec_isa_name(isa)) + " n=" + std::to_string(n) + " seed " + std::to_string(seed));
+        std::vector<float> s(full.scores.begin(), full.scores.begin() + n);
+        add_relative_terms(isa, s.data(), n, t, no_max);
+        for (int j = 0; j < n; ++j)
+          ASSERT_EQ(std::bit_cast<uint32_t>(s[j]), std::bit_cast<uint32_t>(ref_scores[j])) << "score of key " << j;
+        exp_and_sum(isa, s.data(), n, 0.5f);
+        for (int j = 0; j < n; ++j)
+          ASSERT_EQ(std::bit_cast<uint32_t>(s[j]), std::bit_cast<uint32_t>(ref_probs[j])) << "exp of key " << j;
+      }
+    }
   }
 }
 

@@ -1,6 +1,7 @@
 #include "backends/cpu/attention_rows.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <limits>
 
@@ -13,13 +14,20 @@ namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
+// The scalar versions are also the tails of the vector ones, so they write out every fused
+// multiply-add the vector code does (std::fma, fast_exp<true>): a key then gets the same bits in a
+// tail as in a vector step, and which keys fall in the tail (it depends on the row's length, i.e.
+// on the batch) cannot change an answer. Left to the compiler, `a * b + c` becomes an FMA only from
+// -O2 and only where the target has FMA (not without -march=native: REXNLU_NATIVE=OFF), and the
+// tails then differed from the vector steps in about 1 key in 8 (session 30).
+
 // Keys [begin, n): the scalar version, and the tail of the vector ones.
 float add_relative_terms_scalar(float* s, int begin, int n, const RelativeTerms& t, float mx) {
   for (int j = begin; j < n; ++j) {
     const int r = std::clamp(t.query_pos - t.key_pos[j], 0, t.max_index);
     const float c2p = t.c2p[t.c2p_offset + static_cast<ptrdiff_t>(r) * t.step];
     const float p2c = t.p2c[t.key_offset[j] + static_cast<ptrdiff_t>(r) * t.step];
-    const float v = s[j] + (c2p + p2c) * t.inv_scale;
+    const float v = std::fma(c2p + p2c, t.inv_scale, s[j]);
     s[j] = t.mask[j] ? v : kNegInf;
     mx = t.mask[j] ? std::max(mx, v) : mx;
   }
@@ -29,7 +37,7 @@ float add_relative_terms_scalar(float* s, int begin, int n, const RelativeTerms&
 float exp_and_sum_scalar(float* s, int begin, int n, float mx) {
   float sum = 0.0f;
   for (int j = begin; j < n; ++j) {
-    const float e = s[j] == kNegInf ? 0.0f : fast_exp(s[j] - mx);
+    const float e = s[j] == kNegInf ? 0.0f : fast_exp<true>(s[j] - mx);
     s[j] = e;
     sum += e;
   }
@@ -40,7 +48,7 @@ float exp_and_sum_scalar(float* s, int begin, int n, float mx) {
 
 // ---- AVX-512 (16 keys a step) ----
 
-__attribute__((target("avx512f"))) __m512 exp_avx512(__m512 x) {  // fast_exp (vec_math.h), 16 wide
+__attribute__((target("avx512f"))) __m512 exp_avx512(__m512 x) {  // fast_exp<true> (vec_math.h), 16 wide
   x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.3f)), _mm512_set1_ps(88.0f));
   const __m512 n = _mm512_roundscale_ps(_mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504088896341f), _mm512_set1_ps(0.5f)),
                                         _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
@@ -97,7 +105,7 @@ __attribute__((target("avx512f"))) float exp_and_sum_avx512(float* s, int n, flo
 
 // ---- AVX2 (8 keys a step) ----
 
-__attribute__((target("avx2,fma"))) __m256 exp_avx2(__m256 x) {  // fast_exp (vec_math.h), 8 wide
+__attribute__((target("avx2,fma"))) __m256 exp_avx2(__m256 x) {  // fast_exp<true> (vec_math.h), 8 wide
   x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.3f)), _mm256_set1_ps(88.0f));
   const __m256 n = _mm256_floor_ps(_mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), _mm256_set1_ps(0.5f)));
   __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);

@@ -9,21 +9,35 @@
 
 namespace rexnlu::backends::cpu {
 
+// a * b + c. Fused: std::fma, one rounding, the bits of the vector kernels' FMA intrinsics whatever
+// the compiler and flags. Not fused: as the compiler contracts it (an FMA only from -O2 and only
+// where the target has one, e.g. not without -march=native), but vectorisable everywhere.
+template <bool kFused>
+inline float mul_add(float a, float b, float c) {
+  if constexpr (kFused) {
+    return std::fma(a, b, c);
+  } else {
+    return a * b + c;
+  }
+}
+
 // exp(x), Cephes expf polynomial after x = n ln2 + r; relative error ~2 ulp.
 // Inputs below -87.3 return ~0 (denormals are not produced), above 88 are clamped.
+// fast_exp<true> has the fused steps of the attention's exp_avx512 / exp_avx2 (attention_rows.cpp).
+template <bool kFused = false>
 inline float fast_exp(float x) {
   x = std::clamp(x, -87.3f, 88.0f);
-  const float n = std::floor(x * 1.44269504088896341f + 0.5f);
-  float r = x - n * 0.693359375f;  // ln2 split in two for an exact reduction
-  r = r + n * 2.12194440e-4f;
+  const float n = std::floor(mul_add<kFused>(x, 1.44269504088896341f, 0.5f));
+  float r = mul_add<kFused>(-n, 0.693359375f, x);  // ln2 split in two for an exact reduction
+  r = mul_add<kFused>(n, 2.12194440e-4f, r);
   const float r2 = r * r;
   float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r2 + r + 1.0f;
+  p = mul_add<kFused>(p, r, 1.3981999507e-3f);
+  p = mul_add<kFused>(p, r, 8.3334519073e-3f);
+  p = mul_add<kFused>(p, r, 4.1665795894e-2f);
+  p = mul_add<kFused>(p, r, 1.6666665459e-1f);
+  p = mul_add<kFused>(p, r, 5.0000001201e-1f);
+  p = mul_add<kFused>(p, r2, r) + 1.0f;
   const int32_t e = (static_cast<int32_t>(n) + 127) << 23;
   return p * std::bit_cast<float>(e);
 }
