@@ -95,7 +95,6 @@ struct AttentionRowCase {
   std::vector<int32_t> pos, key_offset;
   std::vector<uint8_t> mask;
   std::vector<float> scores, c2p, p2c;
-
   float inv_scale;
 
   explicit AttentionRowCase(int keys, float scale = 0.25f, unsigned seed = 31)
@@ -141,7 +140,7 @@ TEST(AttentionRows, EveryIsaMatchesTheDefinition) {
     const int r = std::clamp(t.query_pos - row.pos[j], 0, row.rel_rows - 1);
     ASSERT_GE(r, 2);  // the test's own arguments: in range
     want[j] = row.scores[j] +
-              (double(row.c2p[row.c2p_offset + r * row.step]) + row.p2c[row.key_offset[j] + r * row.step]) * 0.25;
+              (double(row.c2p[row.c2p_offset + r * row.step]) + row.p2c[row.key_offset[j] + r * row.step]) * row.inv_scale;
     if (row.mask[j]) mx = std::max(mx, want[j]);
   }
   for (int j = 0; j < n; ++j) sum += row.mask[j] ? std::exp(want[j] - mx) : 0.0;
