@@ -162,9 +162,9 @@ TEST(AttentionRows, EveryIsaMatchesTheDefinition) {
 // Which keys of a row fall in a vector kernel's scalar tail depends on the row's length, i.e. on the
 // batch, so a key must get the same bits there as in a vector step, and the same on every ISA: the
 // scalar code writes out the vector code's fused multiply-adds. Before session 30 it left them to
-// the compiler, which forms FMAs only from -O2 and only where the target has them: in a build
-// without -march=native (REXNLU_NATIVE=OFF) or at -O1, 1 key in 8 differed and this test failed; the
-// -march=native -O2/-O3 builds passed it either way.
+// the compiler, which forms FMAs only from -O2 and only where the target has them: in the ASan
+// build at -O1 this test failed (and a stand-alone check without -march=native, REXNLU_NATIVE=OFF,
+// found 1 key in 8 differing); the -march=native -O2/-O3 builds passed it either way.
 TEST(AttentionRows, AKeyGetsTheSameBitsOnEveryIsaAndAtEveryRowLength) {
   // The model's scale, 1 / sqrt(3 x 64) (a power of two would make every product exact), and 8 rows
   // of random scores so that the exps' roundings get a chance to differ.
