@@ -21,10 +21,11 @@ if command -v nvcc > /dev/null; then
   "$sass_py" "$root/tools/cuda_sass/check_vimnmx3.py" "$nvdisasm"
 fi
 
-# The sanitizer builds keep RelWithDebInfo's -O2 but take line tables only (-g1): every report still
-# names file and line, and the ASan build compiles in about half the time of full debug information
-# (docs/ci.md). Not -O1: GCC forms no FMAs there, and the GELU test then misses its tolerance.
-sanitizer_flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG")
+# The sanitizer builds compile at -O1 with line tables only (-g1): every report still names file and
+# line, and the ASan build takes about half the time of -O2 -g (docs/ci.md). The results must not
+# depend on the optimisation level (e.g. whether the compiler fuses a * b + c): the optimized build
+# above is -O3, these are -O1, and both pass the same tests.
+sanitizer_flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG")
 
 stage "sanitizer build (AddressSanitizer + UndefinedBehaviorSanitizer)"
 # Without CUDA: no GPU runs its code here, and the optimized build above already compiles it.

@@ -401,7 +401,11 @@ TEST_P(OpsTest, GeluErfMatchesExactFormula) {
   for (size_t i = 0; i < x.size(); ++i) want[i] = 0.5 * x[i] * (1.0 + std::erf(x[i] / std::sqrt(2.0)));
   Tensor xd = on_device(x, {int64_t(x.size())});
   gelu_erf(be(), xd.mutable_ref());
-  expect_close(on_host(xd), want, 1e-6);
+  // Where 1 + erf cancels (x near -5.7, erf's clamp at -4), gelu multiplies erf's absolute error by
+  // |x| / 2 ~ 2.8. That error is ~3e-7 when the compiler fuses the polynomial's steps (-O2 with FMA)
+  // and ~4e-7 when it does not (-O1, or a target without FMA: the sanitizer builds, the portable
+  // wheel), so gelu's is up to ~1.1e-6 there. 2e-6 still fails the tanh form (up to 4.7e-4 off).
+  expect_close(on_host(xd), want, 2e-6);
 }
 
 TEST_P(OpsTest, RotaryRotatesAdjacentPairsByPositionTimesFrequency) {
