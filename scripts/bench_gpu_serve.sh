@@ -17,7 +17,8 @@
 #          (tools/compare_original/e2e_original.py, ORIG_DIR) vs `rexnlu bench --batch 1` on cuda
 #          fp16 / fp32, same texts and schema, outputs compared (bench/e2e_compare.py);
 #   eval   the demo model's `rexnlu eval` on the eval sets of docs/accuracy.md (EVAL_TAR: the
-#          eval_*.jsonl of tools/train/convert_data.py) on cuda fp16 and fp32.
+#          eval_*.jsonl of tools/train/convert_data.py) on cuda in each of EVAL_PRECISIONS
+#          (default "fp16 fp32"; e.g. "fp16 bf16 fp32").
 #
 # EVAL_TIMEOUT (s, default 60) bounds each eval set.
 #   SYSROOT_TAR=... BOOST_TAR=... EVAL_TAR=... ORIG_DIR=... OUT=dir scripts/bench_gpu_serve.sh
@@ -192,10 +193,11 @@ if has e2e; then
 fi
 
 if has eval && [ -n "${EVAL_TAR:-}" ]; then
-  echo "== eval: demo model, $dev fp16 and fp32 at the same time (two processes), every set"
+  eval_precisions=${EVAL_PRECISIONS:-"fp16 fp32"}
+  echo "== eval: demo model, $dev ${eval_precisions// / and } at the same time (a process each), every set"
   mkdir -p "$dir/eval_data" && tar xJf "$EVAL_TAR" -C "$dir/eval_data"
   start=$(date +%s)
-  for p in fp16 fp32; do
+  for p in $eval_precisions; do
     (
       mkdir -p "$out/eval_${dev}_$p"
       for f in "$dir"/eval_data/eval_*.jsonl; do
@@ -208,7 +210,8 @@ if has eval && [ -n "${EVAL_TAR:-}" ]; then
   done
   wait
   echo "   took $(($(date +%s) - start)) s"
-  "$py" "$root/bench/eval_summary.py" "$out/eval_${dev}_fp16" "$out/eval_${dev}_fp32"
+  reports=(); for p in $eval_precisions; do reports+=("$out/eval_${dev}_$p"); done
+  "$py" "$root/bench/eval_summary.py" "${reports[@]}"
 fi
 cp "$dir"/e2e_*.jsonl "$out/" 2>/dev/null
 [ -n "${OUT:-}" ] && tar czf "$OUT/results.tgz" -C "$dir" res
