@@ -197,20 +197,22 @@ if has eval && [ -n "${EVAL_TAR:-}" ]; then
   echo "== eval: demo model, $dev ${eval_precisions// / and } at the same time (a process each), every set"
   mkdir -p "$dir/eval_data" && tar xJf "$EVAL_TAR" -C "$dir/eval_data"
   start=$(date +%s)
+  reports=()  # one directory of reports per precision, a column each in the summary
   for p in $eval_precisions; do
+    report=$out/eval_${dev}_$p
+    reports+=("$report")
     (
-      mkdir -p "$out/eval_${dev}_$p"
+      mkdir -p "$report"
       for f in "$dir"/eval_data/eval_*.jsonl; do
         n=$(basename "$f" .jsonl); n=${n#eval_}
         match=offsets; [ "$n" = duie_dev ] && match=text
         timeout "${EVAL_TIMEOUT:-60}" "$rexnlu" eval --model "$demo" --device "$dev" --precision "$p" --data "$f" --match "$match" --batch-size 64 --json --no-progress \
-          > "$out/eval_${dev}_$p/$n.json" 2> "$dir/eval_${p}_$n.err" || echo "   eval $n $p failed: $(tail -2 "$dir/eval_${p}_$n.err")"
+          > "$report/$n.json" 2> "$dir/eval_${p}_$n.err" || echo "   eval $n $p failed: $(tail -2 "$dir/eval_${p}_$n.err")"
       done
     ) &
   done
   wait
   echo "   took $(($(date +%s) - start)) s"
-  reports=(); for p in $eval_precisions; do reports+=("$out/eval_${dev}_$p"); done
   "$py" "$root/bench/eval_summary.py" "${reports[@]}"
 fi
 cp "$dir"/e2e_*.jsonl "$out/" 2>/dev/null
