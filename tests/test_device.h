@@ -3,10 +3,12 @@
 // machine's script (scripts/test_gpu_engine.sh) runs the parity tests on the GPU this way.
 #pragma once
 
+#include <algorithm>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
 
+#include "backends/backend.h"
 #include "rexnlu/load_options.h"
 
 namespace rexnlu::testing {
@@ -21,6 +23,13 @@ inline LoadOptions test_load_options() {
     o.precision = *precision;
   }
   return o;
+}
+
+// Whether this build found a usable GPU (CUDA compiled in, a driver and a device): tests that need
+// one skip with "no usable GPU" without it, so that a run on a machine without a GPU says so.
+inline bool has_gpu() {
+  const auto devices = backends::available_devices();
+  return std::find(devices.begin(), devices.end(), Device::kCuda) != devices.end();
 }
 
 }  // namespace rexnlu::testing

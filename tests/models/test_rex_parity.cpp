@@ -24,6 +24,8 @@
 namespace rexnlu::models {
 namespace {
 
+using rexnlu::testing::has_gpu;
+
 struct ForwardCase {
   std::string id;
   SequenceInput input;
@@ -64,11 +66,6 @@ RexUniNluModel& tiny_model() {
     return std::make_unique<RexUniNluModel>(config, weights, kTinyRows, rexnlu::testing::test_load_options());
   }();
   return *model;
-}
-
-bool has_gpu() {
-  const auto devices = backends::available_devices();
-  return std::find(devices.begin(), devices.end(), Device::kCuda) != devices.end();
 }
 
 // Every case's input, in order: the tiny model's batch of all cases.

@@ -33,6 +33,7 @@
 #include "tensor/half.h"
 #include "rexnlu/error.h"
 #include "random_values.h"
+#include "test_device.h"
 #if REXNLU_HAVE_CUDA
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/device.h"
@@ -41,6 +42,7 @@
 namespace rexnlu::ops {
 namespace {
 
+using rexnlu::testing::has_gpu;
 using rexnlu::testing::random_vec;
 
 void expect_close(const std::vector<float>& got, const std::vector<double>& want, double tol) {
@@ -945,8 +947,7 @@ INSTANTIATE_TEST_SUITE_P(AllBackends, OpsTest, ::testing::ValuesIn(backends::ava
                          });
 
 TEST(Backends, UnsupportedDeviceOrPrecisionIsAClearError) {
-  const auto devices = backends::available_devices();
-  if (std::find(devices.begin(), devices.end(), Device::kCuda) != devices.end()) GTEST_SKIP() << "a usable GPU";
+  if (has_gpu()) GTEST_SKIP() << "a usable GPU";
   try {
     backends::make_backend(LoadOptions{Device::kCuda, Precision::kFloat32, 0});
     FAIL() << "no error";
@@ -1336,8 +1337,7 @@ TEST(PreparedWeights, Bf16PackedAgreesWithPlain) {
 // before the backend creates its stream; unset or empty is the default. Needs a GPU (the switches
 // are read after the device is found).
 TEST(Backends, CudaEnvironmentSwitchesRejectUnknownValues) {
-  const auto devices = backends::available_devices();
-  if (std::find(devices.begin(), devices.end(), Device::kCuda) == devices.end()) GTEST_SKIP() << "no usable GPU";
+  if (!has_gpu()) GTEST_SKIP() << "no usable GPU";
   for (const char* name : {"REXNLU_CUDA_ATTENTION", "REXNLU_CUDA_FA_SPLIT", "REXNLU_CUDA_FA_SHUFFLE", "REXNLU_CUDA_GELU", "REXNLU_CUDA_GRAPHS",
                            "REXNLU_CUDA_VERIFY", "REXNLU_CUDA_16BIT_ACTIVATIONS", "REXNLU_CUDA_MMA_ATTENTION",
                            "REXNLU_CUDA_PDL", "REXNLU_CUDA_GEMM_ALGO"}) {
@@ -1364,8 +1364,7 @@ TEST(Backends, CudaEnvironmentSwitchesRejectUnknownValues) {
 // over). Whether a call replayed is seen from outside: a replay does not call the body. Each key's
 // first call runs plainly, its second records (both call the body).
 TEST(Backends, RecordingsAreDroppedLeastRecentlyReplayedFirst) {
-  const auto devices = backends::available_devices();
-  if (std::find(devices.begin(), devices.end(), Device::kCuda) == devices.end()) GTEST_SKIP() << "no usable GPU";
+  if (!has_gpu()) GTEST_SKIP() << "no usable GPU";
   setenv("REXNLU_CUDA_GRAPHS", "1", 1);
   auto be = backends::make_backend(LoadOptions{Device::kCuda, Precision::kFloat32, 0});
   unsetenv("REXNLU_CUDA_GRAPHS");
@@ -1414,8 +1413,7 @@ TEST(Backends, RecordingsAreDroppedLeastRecentlyReplayedFirst) {
 // with the old copy); what caught it, and guards it, is tests/uie/test_demo_precision on the GPU
 // (scripts/test_gpu_engine.sh: 9 failed steps before the fix, none after, 2026-12-01).
 TEST(CudaWeights, ReducedPrecisionWeightsAreTheHostWeightsRounded) {
-  const auto devices = backends::available_devices();
-  if (std::find(devices.begin(), devices.end(), Device::kCuda) == devices.end()) GTEST_SKIP() << "no usable GPU";
+  if (!has_gpu()) GTEST_SKIP() << "no usable GPU";
   constexpr int n = 1024, kWeights = 16;
   auto value = [](int weight, size_t j) {  // 1.xxx * 2^(weight-10), 4 significant bits
     const float m = 1.0f + static_cast<float>(j % 8) / 8.0f;
@@ -1499,8 +1497,7 @@ std::vector<float> exact16(std::vector<float> v) {
 class Ops16Test : public ::testing::TestWithParam<Precision> {
  protected:
   void SetUp() override {
-    const auto devices = backends::available_devices();
-    if (std::find(devices.begin(), devices.end(), Device::kCuda) == devices.end()) GTEST_SKIP() << "no usable GPU";
+    if (!has_gpu()) GTEST_SKIP() << "no usable GPU";
     unsetenv("REXNLU_CUDA_16BIT_ACTIVATIONS");  // the default at fp16 / bf16 (cuda_backend.h)
     unsetenv("REXNLU_CUDA_GELU");               // likewise: the GELU in the FFN product's epilogue
     unsetenv("REXNLU_CUDA_FA_SPLIT");           // likewise: the flash attention's key split (auto)
@@ -1870,8 +1867,7 @@ std::string expect_env_refused(const char* var, const char* value, const LoadOpt
 // (describe() says so); any other value is refused, naming the variable and the accepted values.
 TEST(CudaFlashSplit, EnvironmentVariableIsReadAndChecked) {
 #if REXNLU_HAVE_CUDA
-  const auto devices = backends::available_devices();
-  if (std::find(devices.begin(), devices.end(), Device::kCuda) == devices.end()) GTEST_SKIP() << "no usable GPU";
+  if (!has_gpu()) GTEST_SKIP() << "no usable GPU";
   using backends::cuda::CudaBackend;
   using backends::cuda::FlashSplit;
   const LoadOptions options{Device::kCuda, Precision::kFloat16, 0};
@@ -1897,8 +1893,7 @@ TEST(CudaFlashSplit, EnvironmentVariableIsReadAndChecked) {
 // the accepted values.
 TEST(CudaFlashShuffle, EnvironmentVariableIsReadAndChecked) {
 #if REXNLU_HAVE_CUDA
-  const auto devices = backends::available_devices();
-  if (std::find(devices.begin(), devices.end(), Device::kCuda) == devices.end()) GTEST_SKIP() << "no usable GPU";
+  if (!has_gpu()) GTEST_SKIP() << "no usable GPU";
   using backends::cuda::CudaBackend;
   const LoadOptions options{Device::kCuda, Precision::kFloat16, 0};
   const std::string what = expect_env_refused("REXNLU_CUDA_FA_SHUFFLE", "auto", options);
@@ -1922,8 +1917,7 @@ TEST(CudaFlashShuffle, EnvironmentVariableIsReadAndChecked) {
 // applies, the default; wmma); any other value is refused, naming the variable and the value.
 TEST(CudaAttentionKernel, EnvironmentVariableIsReadAndChecked) {
 #if REXNLU_HAVE_CUDA
-  const auto devices = backends::available_devices();
-  if (std::find(devices.begin(), devices.end(), Device::kCuda) == devices.end()) GTEST_SKIP() << "no usable GPU";
+  if (!has_gpu()) GTEST_SKIP() << "no usable GPU";
   using backends::cuda::CudaBackend;
   using backends::cuda::TensorCoreKernel;
   const LoadOptions options{Device::kCuda, Precision::kFloat16, 0};
@@ -1947,8 +1941,7 @@ TEST(CudaAttentionKernel, EnvironmentVariableIsReadAndChecked) {
 // that begins a pass.
 TEST(CudaProgrammaticLaunch, EnvironmentVariableIsReadAndChecked) {
 #if REXNLU_HAVE_CUDA
-  const auto devices = backends::available_devices();
-  if (std::find(devices.begin(), devices.end(), Device::kCuda) == devices.end()) GTEST_SKIP() << "no usable GPU";
+  if (!has_gpu()) GTEST_SKIP() << "no usable GPU";
   using backends::cuda::CudaBackend;
   const LoadOptions options{Device::kCuda, Precision::kFloat16, 0};
   for (const char* bad : {"yes", "2", "true"}) expect_env_refused("REXNLU_CUDA_PDL", bad, options);
