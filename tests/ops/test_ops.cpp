@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <initializer_list>
 #include <limits>
 #include <memory>
 #include <random>
@@ -1073,6 +1074,29 @@ TEST(Int8Linear, MatchesTheQuantizedReferenceWithoutSaturation) {
   }
 }
 
+// `got` (rows x out) against x W^T + b in double: each element within the sum over k of
+// term_bound(m, n, k), a bound on the error of the term x[m,k] w[n,k] (+ 1e-5); returns the RMS
+// error relative to the RMS output.
+template <class TermBound>
+double relative_rms_within_term_bounds(const std::vector<float>& got, const std::vector<float>& x, const std::vector<float>& w,
+                                       const std::vector<float>& b, int rows, int in, int out, TermBound term_bound) {
+  double err2 = 0, ref2 = 0;
+  for (int m = 0; m < rows; ++m)
+    for (int n = 0; n < out; ++n) {
+      double s = b[n], bound = 0;
+      for (int k = 0; k < in; ++k) {
+        s += double(x[m * in + k]) * w[n * in + k];
+        bound += term_bound(m, n, k);
+      }
+      const double e = got[m * out + n] - s;
+      EXPECT_LE(std::abs(e), bound + 1e-5) << "row " << m << " col " << n;
+      if (std::abs(e) > bound + 1e-5) return std::numeric_limits<double>::infinity();
+      err2 += e * e;
+      ref2 += s * s;
+    }
+  return std::sqrt(err2 / ref2);
+}
+
 TEST(Int8Linear, StaysWithinTheQuantizationBoundOfFp32) {
   // Against fp32 in double: each product term errs by at most half a step of x times |w| plus
   // half a step of w times |x| (plus their product), so |err| <= sum_k that; the bound is
@@ -1080,36 +1104,42 @@ TEST(Int8Linear, StaysWithinTheQuantizationBoundOfFp32) {
   const int rows = 37, in = 200, out = 300, levels = backends::cpu::activation_levels();
   auto x = random_vec(size_t(rows) * in, 60, -3.0f, 1.0f), w = random_vec(size_t(out) * in, 61), b = random_vec(out, 62);
   const std::vector<float> got = int8_linear(x, w, b, rows, in, out, out);
-  double err2 = 0, ref2 = 0;
+  std::vector<double> xstep(rows), wstep(out);  // each x row's step (levels), each W row's (+-127)
   for (int m = 0; m < rows; ++m) {
     const auto [lo, hi] = std::minmax_element(x.begin() + m * in, x.begin() + (m + 1) * in);
-    const double xstep = (double(*hi) - *lo) / levels;
-    for (int n = 0; n < out; ++n) {
-      double amax = 0, s = b[n], bound = 0;
-      for (int k = 0; k < in; ++k) amax = std::max(amax, double(std::abs(w[n * in + k])));
-      const double wstep = amax / 127;
-      for (int k = 0; k < in; ++k) {
-        s += double(x[m * in + k]) * w[n * in + k];
-        bound += 0.5 * xstep * std::abs(w[n * in + k]) + 0.5 * wstep * std::abs(x[m * in + k]) + 0.25 * xstep * wstep;
-      }
-      const double e = got[m * out + n] - s;
-      ASSERT_LE(std::abs(e), bound + 1e-5) << "row " << m << " col " << n;
-      err2 += e * e;
-      ref2 += s * s;
-    }
+    xstep[m] = (double(*hi) - *lo) / levels;
   }
-  EXPECT_LT(std::sqrt(err2 / ref2), 0.01);
+  for (int n = 0; n < out; ++n) {
+    double amax = 0;
+    for (int k = 0; k < in; ++k) amax = std::max(amax, double(std::abs(w[n * in + k])));
+    wstep[n] = amax / 127;
+  }
+  EXPECT_LT(relative_rms_within_term_bounds(got, x, w, b, rows, in, out,
+                                            [&](int m, int n, int k) {
+                                              return 0.5 * xstep[m] * std::abs(w[n * in + k]) +
+                                                     0.5 * wstep[n] * std::abs(x[m * in + k]) + 0.25 * xstep[m] * wstep[n];
+                                            }),
+            0.01);
+}
+
+// Columns [16, 32) of a rows x 48 product y = x W^T + b at `precision` on the CPU, through
+// Linear::out_slice of the weights as loaded (x: rows x 16).
+std::vector<float> middle_out_slice(Precision precision, const std::vector<float>& x, const std::vector<float>& w,
+                                    const std::vector<float>& b, int rows) {
+  constexpr int in = 16, out = 48;
+  auto be = backends::make_backend(LoadOptions{Device::kCpu, precision, 0});
+  be->begin_pass();
+  const Linear full = be->make_linear(host_ref(w.data(), {out, in}), host_ref(b.data(), {out}));
+  std::vector<float> y(size_t(rows) * 16);
+  linear(*be, host_ref(x.data(), {rows, in}), full.out_slice(16, 16), host_ref(y.data(), {rows, 16}));
+  return y;
 }
 
 TEST(Int8Linear, OutSliceKeepsTheScalesOfItsChannels) {
   const int rows = 4, in = 16, out = 48;
   auto x = random_vec(size_t(rows) * in, 70), w = random_vec(size_t(out) * in, 71), b = random_vec(out, 72);
   for (int k = 0; k < in; ++k) w[20 * in + k] *= 100.0f;  // one channel with a much larger scale
-  auto be = backends::make_backend(LoadOptions{Device::kCpu, Precision::kInt8, 0});
-  be->begin_pass();
-  const Linear full = be->make_linear(host_ref(w.data(), {out, in}), host_ref(b.data(), {out}));
-  std::vector<float> y(size_t(rows) * 16);
-  linear(*be, host_ref(x.data(), {rows, in}), full.out_slice(16, 16), host_ref(y.data(), {rows, 16}));
+  const std::vector<float> y = middle_out_slice(Precision::kInt8, x, w, b, rows);
   const std::vector<double> want = int8_reference(x, w, b, rows, in, out, backends::cpu::activation_levels());
   for (int r = 0; r < rows; ++r)
     for (int o = 0; o < 16; ++o) ASSERT_NEAR(y[r * 16 + o], want[r * out + 16 + o], 1e-4 * std::max(1.0, std::abs(want[r * out + 16 + o])));
@@ -1165,30 +1195,16 @@ TEST(BF16Linear, StaysWithinTheRoundingBoundOfFp32) {
   const int rows = 37, in = 200, out = 300;
   auto x = random_vec(size_t(rows) * in, 90, -3.0f, 1.0f), w = random_vec(size_t(out) * in, 91), b = random_vec(out, 92);
   const std::vector<float> got = bf16_linear(x, w, b, rows, in, out, out);
-  double err2 = 0, ref2 = 0;
-  for (int m = 0; m < rows; ++m)
-    for (int n = 0; n < out; ++n) {
-      double s = b[n], bound = 0;
-      for (int k = 0; k < in; ++k) {
-        s += double(x[m * in + k]) * w[n * in + k];
-        bound += (0x1p-8 + 0x1p-18) * std::abs(double(x[m * in + k]) * w[n * in + k]);
-      }
-      const double e = got[m * out + n] - s;
-      ASSERT_LE(std::abs(e), bound + 1e-5) << "row " << m << " col " << n;
-      err2 += e * e;
-      ref2 += s * s;
-    }
-  EXPECT_LT(std::sqrt(err2 / ref2), 0.005);
+  EXPECT_LT(relative_rms_within_term_bounds(
+                got, x, w, b, rows, in, out,
+                [&](int m, int n, int k) { return (0x1p-8 + 0x1p-18) * std::abs(double(x[m * in + k]) * w[n * in + k]); }),
+            0.005);
 }
 
 TEST(BF16Linear, OutSliceReadsItsOwnRows) {
   const int rows = 4, in = 16, out = 48;
   auto x = random_vec(size_t(rows) * in, 95), w = random_vec(size_t(out) * in, 96), b = random_vec(out, 97);
-  auto be = backends::make_backend(LoadOptions{Device::kCpu, Precision::kBFloat16, 0});
-  be->begin_pass();
-  const Linear full = be->make_linear(host_ref(w.data(), {out, in}), host_ref(b.data(), {out}));
-  std::vector<float> y(size_t(rows) * 16);
-  linear(*be, host_ref(x.data(), {rows, in}), full.out_slice(16, 16), host_ref(y.data(), {rows, 16}));
+  const std::vector<float> y = middle_out_slice(Precision::kBFloat16, x, w, b, rows);
   const std::vector<float> want = bf16_linear(x, w, b, rows, in, out, out);
   for (int r = 0; r < rows; ++r)
     for (int o = 0; o < 16; ++o) ASSERT_NEAR(y[r * 16 + o], want[r * out + 16 + o], 1e-5 * std::max(1.0f, std::abs(want[r * out + 16 + o])));
@@ -1861,6 +1877,30 @@ std::string expect_env_refused(const char* var, const char* value, const LoadOpt
   }
   return {};
 }
+
+// One environment switch of the CUDA backend (fp16 backends): `bad` is refused (its message is
+// returned), each accepted value gives the setting that `setting` reads back from a new backend, and
+// unset gives `default_setting`. With a `marker`, describe() names it exactly where the setting is
+// not the default.
+template <class T, class Setting>
+std::string expect_env_switch(const char* var, const char* bad, std::initializer_list<std::pair<const char*, T>> accepted,
+                              T default_setting, Setting setting, const char* marker = nullptr) {
+  using backends::cuda::CudaBackend;
+  const LoadOptions options{Device::kCuda, Precision::kFloat16, 0};
+  const std::string what = expect_env_refused(var, bad, options);
+  for (auto [value, expected] : accepted) {
+    setenv(var, value, 1);
+    auto be = backends::make_backend(options);
+    EXPECT_EQ(setting(CudaBackend::of(*be)), expected) << var << "=" << value;
+    if (marker) {
+      EXPECT_EQ(be->describe().find(marker) != std::string::npos, expected != default_setting) << be->describe();
+    }
+  }
+  unsetenv(var);
+  auto be = backends::make_backend(options);
+  EXPECT_EQ(setting(CudaBackend::of(*be)), default_setting) << var << " unset";  // the default (ops.h)
+  return what;
+}
 #endif
 
 // REXNLU_CUDA_FA_SPLIT: the flash kernel's key split at small grids, auto (the default) or off
@@ -1868,21 +1908,12 @@ std::string expect_env_refused(const char* var, const char* value, const LoadOpt
 TEST(CudaFlashSplit, EnvironmentVariableIsReadAndChecked) {
 #if REXNLU_HAVE_CUDA
   if (!has_gpu()) GTEST_SKIP() << "no usable GPU";
-  using backends::cuda::CudaBackend;
   using backends::cuda::FlashSplit;
-  const LoadOptions options{Device::kCuda, Precision::kFloat16, 0};
-  const std::string what = expect_env_refused("REXNLU_CUDA_FA_SPLIT", "on", options);
+  const std::string what =
+      expect_env_switch("REXNLU_CUDA_FA_SPLIT", "on", {{"off", FlashSplit::kOff}, {"auto", FlashSplit::kAuto}}, FlashSplit::kAuto,
+                        [](const backends::cuda::CudaBackend& be) { return be.fa_split(); }, "(key split off)");
   EXPECT_NE(what.find("expected auto"), std::string::npos) << what;
   EXPECT_NE(what.find(" or off"), std::string::npos) << what;
-  for (auto [value, split] : {std::pair{"off", FlashSplit::kOff}, {"auto", FlashSplit::kAuto}}) {
-    setenv("REXNLU_CUDA_FA_SPLIT", value, 1);
-    auto be = backends::make_backend(options);
-    EXPECT_EQ(CudaBackend::of(*be).fa_split(), split) << value;
-    EXPECT_EQ(be->describe().find("(key split off)") != std::string::npos, split == FlashSplit::kOff) << be->describe();
-  }
-  unsetenv("REXNLU_CUDA_FA_SPLIT");
-  auto be = backends::make_backend(options);
-  EXPECT_EQ(CudaBackend::of(*be).fa_split(), FlashSplit::kAuto);  // the default (ops.h)
 #else
   GTEST_SKIP() << "built without CUDA";
 #endif
@@ -1894,20 +1925,11 @@ TEST(CudaFlashSplit, EnvironmentVariableIsReadAndChecked) {
 TEST(CudaFlashShuffle, EnvironmentVariableIsReadAndChecked) {
 #if REXNLU_HAVE_CUDA
   if (!has_gpu()) GTEST_SKIP() << "no usable GPU";
-  using backends::cuda::CudaBackend;
-  const LoadOptions options{Device::kCuda, Precision::kFloat16, 0};
-  const std::string what = expect_env_refused("REXNLU_CUDA_FA_SHUFFLE", "auto", options);
+  const std::string what =
+      expect_env_switch("REXNLU_CUDA_FA_SHUFFLE", "auto", {{"off", false}, {"on", true}}, true,
+                        [](const backends::cuda::CudaBackend& be) { return be.fa_shuffle(); }, "(shuffles off)");
   EXPECT_NE(what.find("expected on"), std::string::npos) << what;
   EXPECT_NE(what.find(" or off"), std::string::npos) << what;
-  for (auto [value, on] : {std::pair{"off", false}, {"on", true}}) {
-    setenv("REXNLU_CUDA_FA_SHUFFLE", value, 1);
-    auto be = backends::make_backend(options);
-    EXPECT_EQ(CudaBackend::of(*be).fa_shuffle(), on) << value;
-    EXPECT_EQ(be->describe().find("(shuffles off)") != std::string::npos, !on) << be->describe();
-  }
-  unsetenv("REXNLU_CUDA_FA_SHUFFLE");
-  auto be = backends::make_backend(options);
-  EXPECT_TRUE(CudaBackend::of(*be).fa_shuffle());  // the default (ops.h)
 #else
   GTEST_SKIP() << "built without CUDA";
 #endif
@@ -1918,18 +1940,9 @@ TEST(CudaFlashShuffle, EnvironmentVariableIsReadAndChecked) {
 TEST(CudaAttentionKernel, EnvironmentVariableIsReadAndChecked) {
 #if REXNLU_HAVE_CUDA
   if (!has_gpu()) GTEST_SKIP() << "no usable GPU";
-  using backends::cuda::CudaBackend;
   using backends::cuda::TensorCoreKernel;
-  const LoadOptions options{Device::kCuda, Precision::kFloat16, 0};
-  expect_env_refused("REXNLU_CUDA_ATTENTION", "flash", options);
-  for (auto [value, kernel] : {std::pair{"wmma", TensorCoreKernel::kWmma}, {"fa", TensorCoreKernel::kFlash}}) {
-    setenv("REXNLU_CUDA_ATTENTION", value, 1);
-    auto be = backends::make_backend(options);
-    EXPECT_EQ(CudaBackend::of(*be).attention_kernel(), kernel) << value;
-  }
-  unsetenv("REXNLU_CUDA_ATTENTION");
-  auto be = backends::make_backend(options);
-  EXPECT_EQ(CudaBackend::of(*be).attention_kernel(), TensorCoreKernel::kFlash);  // the default (ops.h)
+  expect_env_switch("REXNLU_CUDA_ATTENTION", "flash", {{"wmma", TensorCoreKernel::kWmma}, {"fa", TensorCoreKernel::kFlash}},
+                    TensorCoreKernel::kFlash, [](const backends::cuda::CudaBackend& be) { return be.attention_kernel(); });
 #else
   GTEST_SKIP() << "built without CUDA";
 #endif
