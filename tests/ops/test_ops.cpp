@@ -1124,11 +1124,11 @@ TEST(Int8Linear, StaysWithinTheQuantizationBoundOfFp32) {
             0.01);
 }
 
-// Columns [16, 32) of a rows x 48 product y = x W^T + b at `precision` on the CPU, through
-// Linear::out_slice of the weights as loaded (x: rows x 16).
+// Columns [16, 32) of the rows x out product y = x W^T + b (out >= 32) at `precision` on the CPU,
+// through Linear::out_slice of the weights as loaded.
 std::vector<float> middle_out_slice(Precision precision, const std::vector<float>& x, const std::vector<float>& w,
-                                    const std::vector<float>& b, int rows) {
-  constexpr int in = 16, out = 48;
+                                    const std::vector<float>& b, int rows, int in, int out) {
+  EXPECT_GE(out, 32);
   auto be = backends::make_backend(LoadOptions{Device::kCpu, precision, 0});
   be->begin_pass();
   const Linear full = be->make_linear(host_ref(w.data(), {out, in}), host_ref(b.data(), {out}));
@@ -1141,7 +1141,7 @@ TEST(Int8Linear, OutSliceKeepsTheScalesOfItsChannels) {
   const int rows = 4, in = 16, out = 48;
   auto x = random_vec(size_t(rows) * in, 70), w = random_vec(size_t(out) * in, 71), b = random_vec(out, 72);
   for (int k = 0; k < in; ++k) w[20 * in + k] *= 100.0f;  // one channel with a much larger scale
-  const std::vector<float> y = middle_out_slice(Precision::kInt8, x, w, b, rows);
+  const std::vector<float> y = middle_out_slice(Precision::kInt8, x, w, b, rows, in, out);
   const std::vector<double> want = int8_reference(x, w, b, rows, in, out, backends::cpu::activation_levels());
   for (int r = 0; r < rows; ++r)
     for (int o = 0; o < 16; ++o) ASSERT_NEAR(y[r * 16 + o], want[r * out + 16 + o], 1e-4 * std::max(1.0, std::abs(want[r * out + 16 + o])));
@@ -1206,7 +1206,7 @@ TEST(BF16Linear, StaysWithinTheRoundingBoundOfFp32) {
 TEST(BF16Linear, OutSliceReadsItsOwnRows) {
   const int rows = 4, in = 16, out = 48;
   auto x = random_vec(size_t(rows) * in, 95), w = random_vec(size_t(out) * in, 96), b = random_vec(out, 97);
-  const std::vector<float> y = middle_out_slice(Precision::kBFloat16, x, w, b, rows);
+  const std::vector<float> y = middle_out_slice(Precision::kBFloat16, x, w, b, rows, in, out);
   const std::vector<float> want = bf16_linear(x, w, b, rows, in, out, out);
   for (int r = 0; r < rows; ++r)
     for (int o = 0; o < 16; ++o) ASSERT_NEAR(y[r * 16 + o], want[r * out + 16 + o], 1e-5 * std::max(1.0f, std::abs(want[r * out + 16 + o])));
